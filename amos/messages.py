@@ -1,0 +1,148 @@
+"""Provider-neutral conversation model.
+
+Messages are small frozen pydantic models; parts form a discriminated union on
+``part_kind`` and one ``TypeAdapter`` loads and saves a whole history (STYLE.md §2).
+This is also the transcript format of ``session.json``.
+
+Roles: ``user`` (prompts and host feedback), ``assistant`` (model turns), ``tool``
+(one tool result per message, correlated by ``call_id``) — the roles the scripted
+provider's ``last_message_role`` matcher sees (spec/scripted-provider.md).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TextPart(_Frozen):
+    """Plain text written by a person, the host or the model."""
+
+    part_kind: Literal["text"] = "text"
+    text: str
+
+
+class ToolCallPart(_Frozen):
+    """One tool call the model asked for.
+
+    Attributes:
+        call_id: provider call id (generated when the provider sent none).
+        tool_name: name of the tool.
+        arguments: the decoded JSON arguments, or None when ``raw_arguments`` could not
+            be decoded.
+        raw_arguments: the literal argument string the model sent, kept only when it
+            was not valid JSON (so the model can be told exactly what was wrong).
+        provider_details: provider leftovers (signatures, item ids) needed to echo the
+            call back verbatim; never read by the core.
+    """
+
+    part_kind: Literal["tool_call"] = "tool_call"
+    call_id: str
+    tool_name: str
+    arguments: Any = None
+    raw_arguments: str | None = None
+    provider_details: dict[str, Any] | None = None
+
+
+class ToolResultPart(_Frozen):
+    """The result of one tool call, as the model sees it.
+
+    Attributes:
+        call_id: id of the tool call this answers.
+        tool_name: name of the tool.
+        content: the text the model sees (capped by ``tools.max_output_bytes``).
+        is_error: True for every status other than ``succeeded``.
+        status: outcome status of spec/tools.md (``succeeded``, ``failed``, ``denied``,
+            ``blocked``, ``cancelled``, ``timed_out``, ``not_started``).
+        evidence_id: id of the durable evidence record, when evidence is enabled.
+    """
+
+    part_kind: Literal["tool_result"] = "tool_result"
+    call_id: str
+    tool_name: str
+    content: str
+    is_error: bool = False
+    status: str = "succeeded"
+    evidence_id: str | None = None
+
+
+Part = Annotated[TextPart | ToolCallPart | ToolResultPart, Field(discriminator="part_kind")]
+
+
+class Message(_Frozen):
+    """One message of the neutral conversation.
+
+    Attributes:
+        role: ``user``, ``assistant`` or ``tool``.
+        parts: text, tool-call or tool-result parts.
+        kind: what produced a ``user`` message: ``prompt`` (a person), ``feedback``
+            (host feedback such as a failed completion check) — host feedback is
+            labelled so model text can never pass for it.
+        provider_details: provider leftovers for the whole message.
+    """
+
+    role: Literal["user", "assistant", "tool"]
+    parts: tuple[Part, ...] = ()
+    kind: Literal["prompt", "feedback", "turn", "result"] = "prompt"
+    provider_details: dict[str, Any] | None = None
+
+    @property
+    def text(self) -> str:
+        """Concatenated text of the text parts (``""`` when there are none)."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        """The tool-call parts, in order."""
+        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+
+    @property
+    def tool_results(self) -> list[ToolResultPart]:
+        """The tool-result parts, in order."""
+        return [p for p in self.parts if isinstance(p, ToolResultPart)]
+
+    @classmethod
+    def user(cls, text: str, *, kind: Literal["prompt", "feedback"] = "prompt") -> Message:
+        """A user message with one text part."""
+        return cls(role="user", parts=(TextPart(text=text),), kind=kind)
+
+    @classmethod
+    def tool_result(cls, result: ToolResultPart) -> Message:
+        """A ``tool`` message carrying one tool result."""
+        return cls(role="tool", parts=(result,), kind="result")
+
+
+class Usage(BaseModel):
+    """Token usage, added up across model calls (STYLE.md §4).
+
+    Attributes:
+        input_tokens: prompt tokens (tokens).
+        output_tokens: completion tokens (tokens).
+        model_calls: number of model calls counted.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model_calls: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """input + output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def add(self, other: Usage) -> None:
+        """Add ``other`` into this usage in place."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.model_calls += other.model_calls
+
+
+MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+"""Loads and saves a whole conversation: ``MESSAGES_ADAPTER.validate_python(data)``."""

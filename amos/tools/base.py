@@ -1,0 +1,149 @@
+"""Tool definitions, tool context and normalized outcomes (spec/tools.md).
+
+A tool is a name, a pydantic model for its arguments (whose JSON schema is what the
+model is offered and what arguments are validated against), a declared effect
+(``read``, ``write`` or ``unknown`` — never inferred from the name), a default
+permission and an async ``run``. The ``ToolManager`` (tools/manager.py) owns
+validation, permissions, confinement, caps, timeouts and outcome normalization.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Effect = Literal["read", "write", "unknown"]
+Permission = Literal["allow", "ask", "deny"]
+OutcomeStatus = Literal[
+    "succeeded", "failed", "denied", "blocked", "cancelled", "timed_out", "not_started"
+]
+Completion = Literal["complete", "unknown"]
+
+
+class ToolFailure(Exception):
+    """Raised by a tool's ``run`` for a framework-level failure the model should see.
+
+    The message is shown to the model as the tool error; it must name what was wrong
+    (e.g. ``path 'a.txt' does not exist``). Application data that says "no" is not a
+    failure: return it as a result instead (spec/tools.md "Outcomes").
+    """
+
+
+class ToolArgs(BaseModel):
+    """Base class of tool argument models: unknown arguments are rejected."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool may use while it runs.
+
+    Attributes:
+        workspace: resolved absolute root the file tools are confined to and the
+            working directory of ``run_command``.
+        command_timeout_s: upper bound of one call's run time (seconds).
+        max_output_bytes: cap of what the model sees of one result (bytes).
+        env: environment for child processes, already stripped of every provider
+            key variable.
+    """
+
+    workspace: Path
+    command_timeout_s: float = 120.0
+    max_output_bytes: int = 65536
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What a provider is told about a tool: name, description, JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool definition.
+
+    Attributes:
+        name: unique tool name (a contract: scripts call tools by name).
+        description: one paragraph the model sees.
+        args_model: pydantic model of the arguments (subclass of ``ToolArgs``).
+        effect: declared effect; ``unknown`` unless the tool is known to only read
+            or to write.
+        run: ``async (args, ctx) -> result``; the result is a ``str`` or a JSON value.
+            Raises ``ToolFailure`` for failures the model should see.
+        default_permission: used when config does not name the tool.
+        summarize: one-line summary of validated arguments for progress lines.
+        render: turns a JSON result into the text the model sees (default: compact
+            JSON, or the string itself).
+    """
+
+    name: str
+    description: str
+    args_model: type[ToolArgs]
+    effect: Effect
+    run: Callable[[Any, ToolContext], Awaitable[Any]]
+    default_permission: Permission = "ask"
+    summarize: Callable[[Any], str] | None = None
+    render: Callable[[Any], str] | None = None
+
+    def spec(self) -> ToolSpec:
+        """The provider-facing description of this tool (JSON schema of its arguments)."""
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        return ToolSpec(self.name, self.description, schema)
+
+
+class ToolOutcome(BaseModel):
+    """The normalized end of one tool call (spec/tools.md "Outcomes").
+
+    Attributes:
+        call_id: the model's call id.
+        execution_id: the run execution this call belongs to.
+        tool: tool name as the model sent it.
+        effect: declared effect of the tool (``unknown`` for an unknown tool).
+        status: framework outcome status.
+        completion: ``unknown`` when a timed-out or cancelled write/unknown action may
+            or may not have happened, else ``complete``.
+        started_at / ended_at: ISO-8601 UTC timestamps.
+        result: the tool's JSON result (None when it did not succeed).
+        error: one line naming what went wrong (None when it succeeded).
+        content: exactly what the model sees (capped, with a marker when cut).
+        cut_bytes: how many bytes of the rendered result were cut by the cap.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str
+    execution_id: str
+    tool: str
+    effect: Effect
+    status: OutcomeStatus
+    completion: Completion = "complete"
+    started_at: str
+    ended_at: str
+    result: Any = None
+    error: str | None = None
+    content: str = ""
+    cut_bytes: int = 0
+
+    @property
+    def duration_s(self) -> float:
+        """Wall time of the call (seconds)."""
+        from datetime import datetime
+
+        try:
+            return (
+                datetime.fromisoformat(self.ended_at) - datetime.fromisoformat(self.started_at)
+            ).total_seconds()
+        except ValueError:
+            return 0.0
