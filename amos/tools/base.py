@@ -33,6 +33,24 @@ class ToolFailure(Exception):
     """
 
 
+class ToolTimeout(ToolFailure):
+    """Raised by a tool that enforces its own time limit (``Tool.manages_timeout``).
+
+    The manager reports it as status ``timed_out`` (completion ``unknown`` for
+    write/unknown effects). The message names the limit; ``partial`` is optional text
+    the tool gathered before the limit (e.g. the output tails of a killed command),
+    shown to the model after the message.
+
+    Args:
+        message: one line naming what timed out and after how long (seconds).
+        partial: text gathered before the limit, or None.
+    """
+
+    def __init__(self, message: str, *, partial: str | None = None):
+        super().__init__(message)
+        self.partial = partial
+
+
 class ToolArgs(BaseModel):
     """Base class of tool argument models: unknown arguments are rejected."""
 
@@ -83,6 +101,9 @@ class Tool:
         summarize: one-line summary of validated arguments for progress lines.
         render: turns a JSON result into the text the model sees (default: compact
             JSON, or the string itself).
+        manages_timeout: True when ``run`` enforces ``ctx.command_timeout_s`` itself
+            (raising ``ToolTimeout``) and cleans up after itself; the manager then
+            allows a short grace period beyond that limit before cancelling it.
     """
 
     name: str
@@ -93,6 +114,7 @@ class Tool:
     default_permission: Permission = "ask"
     summarize: Callable[[Any], str] | None = None
     render: Callable[[Any], str] | None = None
+    manages_timeout: bool = False
 
     def spec(self) -> ToolSpec:
         """The provider-facing description of this tool (JSON schema of its arguments)."""

@@ -1,0 +1,120 @@
+"""Workspace confinement for the file tools (spec/tools.md).
+
+Every path a file tool touches goes through ``resolve_in_workspace``: relative paths
+only, no ``..`` component, symlinks resolved, and the resolved path must stay inside
+the resolved workspace root. Tools that walk folders (``list_dir``, ``search_text``)
+use ``inside_workspace`` on every entry so a symlink inside the workspace that points
+out is skipped, never followed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath
+
+from amos.tools.base import ToolFailure
+
+ACCEPTED = "paths must be relative to the workspace; '..' and absolute paths are refused"
+
+
+def resolve_in_workspace(root: Path, rel: str, *, must_exist: bool) -> Path:
+    """Resolve ``rel`` against the workspace ``root`` and refuse anything outside it.
+
+    Symlinks are resolved (``Path.resolve``), including symlinked parent folders, so
+    a link that points out of the workspace is refused. For a path that does not exist
+    yet (``must_exist=False``), the deepest existing ancestor is resolved and the
+    missing components are appended; they are plain names, so the result stays inside.
+
+    Args:
+        root: the workspace root (resolved here; need not be resolved already).
+        rel: the path the model gave, relative to the workspace (``"."`` is the root).
+        must_exist: refuse a path that does not exist.
+
+    Returns:
+        The resolved absolute path, inside the resolved root.
+
+    Raises:
+        ToolFailure: ``rel`` is empty, contains a NUL byte, is absolute, has a ``..``
+            component, resolves outside the workspace (or cannot be resolved, e.g. a
+            symlink loop), or does not exist while ``must_exist`` is set.
+    """
+    if not isinstance(rel, str) or not rel.strip():
+        raise ToolFailure(f"path {rel!r} is empty; {ACCEPTED}")
+    if "\x00" in rel:
+        raise ToolFailure(f"path {rel!r} contains a NUL byte; {ACCEPTED}")
+    if rel.startswith("~"):
+        raise ToolFailure(f"path {rel!r} starts with '~' (a home folder); {ACCEPTED}")
+    if rel.startswith(("/", "\\")) or Path(rel).is_absolute():
+        raise ToolFailure(f"path {rel!r} is absolute; {ACCEPTED}")
+    parts = PurePosixPath(rel.replace("\\", "/")).parts
+    if ".." in parts:
+        raise ToolFailure(f"path {rel!r} contains '..'; {ACCEPTED}")
+    base = root.resolve()
+    candidate = base.joinpath(*parts) if parts else base
+    try:
+        resolved = _resolve_deepest(candidate)
+    except (OSError, RuntimeError) as exc:
+        raise ToolFailure(
+            f"path {rel!r} cannot be resolved ({exc.__class__.__name__}); {ACCEPTED}"
+        ) from None
+    if not _is_relative_to(resolved, base):
+        raise ToolFailure(f"path {rel!r} resolves outside the workspace; {ACCEPTED}")
+    if must_exist and not resolved.exists():
+        raise ToolFailure(f"path {rel!r} does not exist in the workspace")
+    return resolved
+
+
+def inside_workspace(root: Path, path: Path) -> bool:
+    """Whether ``path`` (after resolving symlinks) lies inside the resolved ``root``.
+
+    Args:
+        root: the resolved workspace root.
+        path: any absolute path, typically a folder entry found while walking.
+
+    Returns:
+        False for anything that resolves outside ``root`` or cannot be resolved.
+    """
+    try:
+        return _is_relative_to(path.resolve(), root)
+    except (OSError, RuntimeError):
+        return False
+
+
+def display_path(root: Path, path: Path) -> str:
+    """The workspace-relative POSIX form of ``path`` for messages (``"."`` for the root).
+
+    Args:
+        root: the resolved workspace root.
+        path: an absolute path inside ``root``.
+    """
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return path.name
+    text = rel.as_posix()
+    return text or "."
+
+
+def normalize_rel(rel: str) -> str:
+    """The model's path in normalized POSIX form (``./src//a.py`` → ``src/a.py``)."""
+    text = PurePosixPath(rel.replace("\\", "/")).as_posix()
+    return text or "."
+
+
+def _resolve_deepest(candidate: Path) -> Path:
+    """Resolve the deepest existing ancestor of ``candidate``, then append the rest."""
+    missing: list[str] = []
+    current = candidate
+    while not os.path.lexists(current):
+        if current.parent == current:
+            break
+        missing.append(current.name)
+        current = current.parent
+    resolved = current.resolve()
+    for name in reversed(missing):
+        resolved = resolved / name
+    return resolved
+
+
+def _is_relative_to(path: Path, base: Path) -> bool:
+    return path == base or path.is_relative_to(base)
