@@ -1,0 +1,191 @@
+"""The ``amos`` command line (spec/cli.md): a thin client of the runner's host API.
+
+Heavy modules (the runner, providers, Textual) are imported inside the commands that
+need them, so ``amos --version`` and ``--help`` stay fast (STYLE.md §1).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from amos import __version__
+from amos.cli_config import config_app
+from amos.cli_sessions import sessions_app
+
+app = typer.Typer(
+    name="amos",
+    help=(
+        "amos — a terminal agent shell that can prove why it stopped.\n\n"
+        "Examples:\n\n"
+        "  amos                                  # interactive TUI (offline demo mode without a model)\n\n"
+        "  amos run --demo                       # the offline demo: fix a tiny project, verified\n\n"
+        "  amos run --script s.json \"fix it\"      # a scripted (offline) model\n\n"
+        "  amos run --model openai:gpt-4o-mini --verify 'pytest -q' \"make the tests pass\""
+    ),
+    no_args_is_help=False,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(config_app, name="config", help="Show, check and trust configuration.")
+app.add_typer(sessions_app, name="sessions", help="List, show and delete saved sessions.")
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (overrides user and project config).")]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini, scripted:PATH.")]
+BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="API base URL (local servers, proxies).")]
+ScriptOpt = Annotated[Path | None, typer.Option("--script", help="Shorthand for --model scripted:PATH.")]
+WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace", help="Root the file tools are confined to.")]
+SessionOpt = Annotated[str | None, typer.Option("--session", help="Resume this session (id or name).")]
+MaxStepsOpt = Annotated[int | None, typer.Option("--max-steps", min=1, help="Step cap (model calls) for this run.")]
+VerifyOpt = Annotated[str | None, typer.Option("--verify", help="Completion check: complete only when CMD exits 0.")]
+YesOpt = Annotated[bool, typer.Option("--yes", help="Approve every call that would ask (never overrides deny).")]
+NoSaveOpt = Annotated[bool, typer.Option("--no-save", help="Do not write the session.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", help="Print nothing but the final answer.")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", help="Write a debug log to the data directory.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"amos {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback(invoke_without_command=True)
+def main_callback(
+    ctx: typer.Context,
+    config: ConfigOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    script: ScriptOpt = None,
+    workspace: WorkspaceOpt = None,
+    session: SessionOpt = None,
+    max_steps: MaxStepsOpt = None,
+    verify: VerifyOpt = None,
+    yes: YesOpt = False,
+    no_save: NoSaveOpt = False,
+    verbose: VerboseOpt = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Start the interactive TUI, or run a subcommand."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from amos.cli_run import build_options, setup_logging
+    from amos.errors import AmosError
+
+    setup_logging(verbose)
+    try:
+        options = build_options(config=config, model=model, base_url=base_url, script=script,
+                                workspace=workspace, session=session, max_steps=max_steps, verify=verify,
+                                yes=yes, no_save=no_save, interactive=True, require_model=False)
+        from amos.tui.app import run_tui
+
+        code = run_tui(options)
+    except AmosError as exc:
+        typer.echo(f"amos: {exc}", err=True)
+        raise typer.Exit(exc.exit_code) from None
+    raise typer.Exit(code)
+
+
+@app.command("run")
+def run_command(
+    prompt: Annotated[str | None, typer.Argument(help="Prompt or slash command; '-' (or piped stdin) reads stdin.")] = None,
+    demo: Annotated[bool, typer.Option("--demo", help="Run the bundled offline demo (ends VERIFIED_COMPLETE).")] = False,
+    config: ConfigOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    script: ScriptOpt = None,
+    workspace: WorkspaceOpt = None,
+    session: SessionOpt = None,
+    max_steps: MaxStepsOpt = None,
+    verify: VerifyOpt = None,
+    yes: YesOpt = False,
+    no_save: NoSaveOpt = False,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """One-shot run: one prompt or slash command against a new or resumed session.
+
+    Exit codes: 0 VERIFIED_COMPLETE/ANSWERED, 1 FAILED, 2 usage/config error,
+    3 FALSE_COMPLETE, 4 WAITING, 5 WAITING_UNROUTED, 6 BOUNDED_STOP, 7 STUCK,
+    8 UNCERTAIN, 130/143 interrupted.
+
+    Examples:
+
+      amos run --demo --json
+
+      amos run --script examples/hello/script.json --workspace examples/hello/workspace "say hi"
+
+      amos run --session 20261130-101500-ab12cd "now add a test" --verify "python -m pytest -q"
+
+      echo "summarise README.md" | amos run --model openai:gpt-4o-mini
+
+      amos run --session ID "/context loop" --json
+    """
+    from amos.cli_run import cli_run
+
+    raise typer.Exit(cli_run(
+        prompt=prompt, demo=demo, config=config, model=model, base_url=base_url, script=script,
+        workspace=workspace, session=session, max_steps=max_steps, verify=verify, yes=yes,
+        no_save=no_save, json_out=json_out, quiet=quiet, verbose=verbose))
+
+
+@app.command("resume")
+def resume_command(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id or name that stopped WAITING.")],
+    approve: Annotated[list[str] | None, typer.Option("--approve", metavar="CALL_ID", help="Approve a held call (repeatable).")] = None,
+    deny: Annotated[list[str] | None, typer.Option("--deny", metavar="CALL_ID", help="Deny a held call (repeatable).")] = None,
+    reason: Annotated[str | None, typer.Option("--reason", help="Reason given to the model for --deny.")] = None,
+    approve_all: Annotated[bool, typer.Option("--all", help="Approve every pending call.")] = False,
+    config: ConfigOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    script: ScriptOpt = None,
+    workspace: WorkspaceOpt = None,
+    max_steps: MaxStepsOpt = None,
+    verify: VerifyOpt = None,
+    yes: YesOpt = False,
+    no_save: NoSaveOpt = False,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Continue a session that stopped WAITING on approvals.
+
+    Every pending call must be decided (--approve / --deny / --all); until then the
+    session stays WAITING without a model call. Then the held calls run in their
+    original order and the same loop continues.
+
+    Examples:
+
+      amos resume 20261130-101500-ab12cd --approve call_2_0
+
+      amos resume my-session --deny call_2_0 --reason "do not touch setup.py"
+
+      amos resume my-session --all --json
+    """
+    from amos.cli_run import cli_resume
+
+    raise typer.Exit(cli_resume(
+        session_id=session_id, approve=approve or [], deny=deny or [], reason=reason, approve_all=approve_all,
+        config=config, model=model, base_url=base_url, script=script, workspace=workspace,
+        max_steps=max_steps, verify=verify, yes=yes, no_save=no_save, json_out=json_out, quiet=quiet,
+        verbose=verbose))
+
+
+def main() -> None:
+    """Console-script entry point; a clean one-line error instead of a traceback."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+"""``amos run`` and ``amos resume``: run one line, render events, exit with the verdict.
+
+Without ``--json``: stdout carries the final assistant text; stderr the streaming
+progress (only when stderr is a TTY) and a one-line stop summary. With ``--json``:
+exactly one JSON object on stdout (spec/cli.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from amos.errors import AmosError, SlashCommandError, UsageError
+from amos.events import ApprovalRequested, Notice, RunFinished, TextDelta, ToolCallFinished, ToolCallStarted
+from amos.host import RunOptions, open_runner
+
+log = logging.getLogger("amos")
+
+_STATUS_GLYPH = {"succeeded": "✓", "failed": "✗", "denied": "⊘", "blocked": "⊘", "cancelled": "■",
+                 "timed_out": "⏱", "not_started": "·"}
+
+
+def setup_logging(verbose: bool) -> Path | None:
+    """With ``--verbose`` or ``AMOS_LOG=debug``, write a debug log to the data folder.
+
+    Returns:
+        The log file path, or None when logging is off.
+    """
+    if not verbose and os.environ.get("AMOS_LOG", "").lower() != "debug":
+        return None
+    from amos import paths
+
+    folder = paths.ensure_dir(paths.log_dir())
+    path = folder / "amos.log"
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+    print(f"amos: debug log: {path}", file=sys.stderr)
+    return path
+
+
+def build_options(*, config, model, base_url, script, workspace, session, max_steps, verify, yes, no_save,
+                  interactive: bool = False, require_model: bool = True, demo: bool = False) -> RunOptions:
+    """Turn command-line flags into :class:`RunOptions`.
+
+    Raises:
+        UsageError: ``--model`` and ``--script`` together.
+    """
+    if model and script:
+        raise UsageError("--model and --script are exclusive; --script PATH means --model scripted:PATH")
+    if script is not None:
+        model = f"scripted:{script}"
+    return RunOptions(config_path=config, model=model, base_url=base_url, workspace=workspace, session=session,
+                      max_steps=max_steps, verify=verify, yes=yes, no_save=no_save, demo=demo,
+                      interactive=interactive, require_model=require_model, cwd=Path.cwd())
+
+
+def read_prompt(prompt: str | None, stdin: TextIO) -> str:
+    """The prompt: the argument, or the whole of stdin for ``-`` or piped input.
+
+    Raises:
+        UsageError: no prompt and stdin is a terminal, or an empty prompt.
+    """
+    if prompt == "-" or (prompt is None and not stdin.isatty()):
+        text = stdin.read()
+    elif prompt is None:
+        raise UsageError("no prompt: pass PROMPT, '-' to read stdin, or pipe it in (`amos run --demo` for the demo)")
+    else:
+        text = prompt
+    if not text.strip():
+        raise UsageError("the prompt is empty")
+    return text
+
+
+class Renderer:
+    """Renders run events for a terminal: progress on stderr, answer on stdout."""
+
+    def __init__(self, *, json_out: bool, quiet: bool, err: TextIO, out: TextIO):
+        self.json_out = json_out
+        self.quiet = quiet
+        self.err = err
+        self.out = out
+        self.progress = (not json_out and not quiet) and err.isatty()
+        self._mid_line = False
+
+    def _line(self, text: str) -> None:
+        if self._mid_line:
+            self.err.write("\n")
+            self._mid_line = False
+        self.err.write(text + "\n")
+        self.err.flush()
+
+    def event(self, event: Any) -> None:
+        """Render one event (progress only; the final output comes from :meth:`finish`)."""
+        if isinstance(event, Notice) and event.level == "error" and not self.json_out:
+            self._line(f"amos: {event.text}")
+            return
+        if not self.progress:
+            return
+        if isinstance(event, TextDelta):
+            self.err.write(event.text)
+            self.err.flush()
+            self._mid_line = not event.text.endswith("\n")
+        elif isinstance(event, ToolCallStarted):
+            self._line(f"  ⋯ {event.summary}")
+        elif isinstance(event, ToolCallFinished):
+            glyph = _STATUS_GLYPH.get(event.status, "?")
+            extra = f" — {event.error}" if event.error and event.status != "succeeded" else ""
+            self._line(f"  {glyph} {event.summary} [{event.status}, {event.duration_s:.2f} s]{extra}"[:300])
+        elif isinstance(event, Notice):
+            self._line(f"  ! {event.text}")
+        elif isinstance(event, ApprovalRequested):
+            self._line(f"  ? approval needed: {event.summary}")
+
+    def finish(self, finished: RunFinished, session_id: str, signal_name: str | None) -> None:
+        """Print the final answer or JSON document, and the stop summary."""
+        from amos.policy.stop import summary_line
+
+        if self.json_out:
+            doc = {
+                "session_id": session_id,
+                "session_path": finished.session_path,
+                "output_text": finished.output_text,
+                "stop": finished.receipt.model_dump(mode="json"),
+                "loop": finished.loop.model_dump(mode="json"),
+                "usage": finished.usage.model_dump(mode="json"),
+                "tool_calls": finished.tool_calls,
+            }
+            self.out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+            self.out.flush()
+            return
+        if self._mid_line:
+            self.err.write("\n")
+            self._mid_line = False
+        if finished.output_text:
+            self.out.write(finished.output_text.rstrip("\n") + "\n")
+            self.out.flush()
+        if not self.quiet:
+            self.err.write(summary_line(finished.receipt) + "\n")
+            receipt = finished.receipt
+            if receipt.pending_approvals:
+                ids = " ".join(f"--approve {p.call_id}" for p in receipt.pending_approvals)
+                self.err.write(f"  resume with: amos resume {session_id} {ids}   (or --deny CALL_ID, --all)\n")
+            self.err.write(f"  session {session_id}" + (f" ({finished.session_path})" if finished.session_path
+                                                          else " (not saved)") + "\n")
+            self.err.flush()
+
+
+async def _consume(runner: Any, events: Any, renderer: Renderer) -> tuple[RunFinished | None, str | None]:
+    """Iterate a run's events with SIGINT/SIGTERM wired to cancellation."""
+    loop = asyncio.get_running_loop()
+    received: list[str] = []
+
+    def on_signal(name: str) -> None:
+        if not received:
+            received.append(name)
+        runner.cancel()
+
+    installed = []
+    for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
+        try:
+            loop.add_signal_handler(sig, on_signal, name)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError):
+            pass
+    finished = None
+    try:
+        async for event in events:
+            renderer.event(event)
+            if isinstance(event, RunFinished):
+                finished = event
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+    return finished, (received[0] if received else None)
+
+
+def _exit_for(finished: RunFinished, signal_name: str | None) -> int:
+    receipt = finished.receipt
+    if receipt.cause == "user_abort" and signal_name == "SIGINT":
+        return 130
+    if receipt.cause == "user_abort" and signal_name == "SIGTERM":
+        return 143
+    return receipt.exit_code
+
+
+def _run_slash(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
+    from amos.slash import execute_line
+
+    try:
+        result = execute_line(runner, line)
+    except SlashCommandError as exc:
+        if json_out:
+            doc = {"session_id": runner.session_id, "command": line, "ok": False, "result": None,
+                   "error": {"code": exc.code, "message": str(exc)}}
+            print(json.dumps(doc, ensure_ascii=False))
+        else:
+            print(f"amos: {exc}" + (f"\nusage: {exc.usage}" if exc.usage else ""), file=sys.stderr)
+        return 2
+    if runner.store is not None:
+        runner.save()
+    if json_out:
+        print(json.dumps(result.to_json(runner.session_id), ensure_ascii=False, default=str))
+    elif result.ok:
+        if result.text and not quiet:
+            print(result.text)
+    else:
+        print(f"amos: {result.text}", file=sys.stderr)
+    return result.exit_code
+
+
+def _guarded(fn, *args, **kwargs) -> int:
+    try:
+        return fn(*args, **kwargs)
+    except AmosError as exc:
+        print(f"amos: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def cli_run(*, prompt, demo, config, model, base_url, script, workspace, session, max_steps, verify, yes,
+            no_save, json_out, quiet, verbose) -> int:
+    """``amos run``: returns the exit code (spec/cli.md "Exit codes")."""
+    return _guarded(_cli_run, prompt=prompt, demo=demo, config=config, model=model, base_url=base_url,
+                    script=script, workspace=workspace, session=session, max_steps=max_steps, verify=verify,
+                    yes=yes, no_save=no_save, json_out=json_out, quiet=quiet, verbose=verbose)
+
+
+def _cli_run(*, prompt, demo, config, model, base_url, script, workspace, session, max_steps, verify, yes,
+             no_save, json_out, quiet, verbose) -> int:
+    setup_logging(verbose)
+    if demo:
+        if prompt is None:
+            prompt = "Make the project's tests pass."
+    else:
+        prompt = read_prompt(prompt, sys.stdin)
+    options = build_options(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
+                            session=session, max_steps=max_steps, verify=verify, yes=yes, no_save=no_save,
+                            demo=demo)
+    from amos.slash import parse_line
+
+    parsed = parse_line(prompt)
+    runner, opened = open_runner(options)
+    try:
+        for warning in opened.warnings:
+            print(f"amos: warning: {warning}", file=sys.stderr)
+        if opened.demo_workspace is not None and not json_out and not quiet:
+            print(f"amos: demo workspace: {opened.demo_workspace}", file=sys.stderr)
+        if parsed.kind == "command":
+            return _run_slash(runner, prompt, json_out, quiet)
+        renderer = Renderer(json_out=json_out, quiet=quiet, err=sys.stderr, out=sys.stdout)
+        finished, sig = asyncio.run(_consume(runner, runner.run(parsed.text), renderer))
+        if finished is None:
+            print("amos: the run ended without a stop receipt", file=sys.stderr)
+            return 8
+        renderer.finish(finished, runner.session_id, sig)
+        return _exit_for(finished, sig)
+    finally:
+        runner.close()
+
+
+def cli_resume(*, session_id, approve, deny, reason, approve_all, config, model, base_url, script, workspace,
+               max_steps, verify, yes, no_save, json_out, quiet, verbose) -> int:
+    """``amos resume``: decide held calls and continue; returns the exit code."""
+    return _guarded(_cli_resume, session_id=session_id, approve=approve, deny=deny, reason=reason,
+                    approve_all=approve_all, config=config, model=model, base_url=base_url, script=script,
+                    workspace=workspace, max_steps=max_steps, verify=verify, yes=yes, no_save=no_save,
+                    json_out=json_out, quiet=quiet, verbose=verbose)
+
+
+def _cli_resume(*, session_id, approve, deny, reason, approve_all, config, model, base_url, script, workspace,
+                max_steps, verify, yes, no_save, json_out, quiet, verbose) -> int:
+    setup_logging(verbose)
+    both = set(approve) & set(deny)
+    if both:
+        raise UsageError(f"call {sorted(both)[0]!r} is both approved and denied")
+    options = build_options(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
+                            session=session_id, max_steps=max_steps, verify=verify, yes=yes, no_save=no_save)
+    runner, opened = open_runner(options)
+    try:
+        for warning in opened.warnings:
+            print(f"amos: warning: {warning}", file=sys.stderr)
+        events = runner.resume(approve=approve, deny={c: reason for c in deny}, approve_all=approve_all or yes)
+        renderer = Renderer(json_out=json_out, quiet=quiet, err=sys.stderr, out=sys.stdout)
+        finished, sig = asyncio.run(_consume(runner, events, renderer))
+        if finished is None:
+            print("amos: the run ended without a stop receipt", file=sys.stderr)
+            return 8
+        renderer.finish(finished, runner.session_id, sig)
+        return _exit_for(finished, sig)
+    finally:
+        runner.close()

@@ -1,0 +1,118 @@
+"""``amos sessions list | show | delete``: manage saved sessions (spec/cli.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+sessions_app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (finds the session store).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
+
+
+def _store(config: Path | None):
+    from amos.host import RunOptions, load_host_config, open_store
+
+    cfg, warnings = load_host_config(RunOptions(config_path=config))
+    for warning in warnings:
+        typer.echo(f"amos: warning: {warning}", err=True)
+    return open_store(cfg)
+
+
+def _fail(exc: Exception) -> None:
+    typer.echo(f"amos: {exc}", err=True)
+    raise typer.Exit(getattr(exc, "exit_code", 2))
+
+
+@sessions_app.command("list")
+def list_sessions(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
+    """Saved sessions, newest first.
+
+    Example: amos sessions list --json
+    """
+    from amos.errors import AmosError
+
+    try:
+        rows = _store(config).list()
+    except AmosError as exc:
+        _fail(exc)
+    if json_out:
+        typer.echo(json.dumps({"sessions": [r.model_dump() for r in rows]}, ensure_ascii=False))
+        return
+    if not rows:
+        typer.echo("no saved sessions")
+        return
+    for r in rows:
+        label = r.name or r.title or ""
+        typer.echo(f"{r.id}  {r.updated_at[:19]}  {r.last_verdict or '-':<17}  {r.messages:>4} msgs  {label}")
+
+
+@sessions_app.command("show")
+def show_session(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id or name.")],
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show one session: host settings, last stop receipt, pending approvals, transcript.
+
+    Example: amos sessions show 20261130-101500-ab12cd
+    """
+    from amos.errors import AmosError
+    from amos.policy.stop import summary_line
+
+    try:
+        session = _store(config).load(session_id)
+    except AmosError as exc:
+        _fail(exc)
+    if json_out:
+        typer.echo(session.model_dump_json())
+        return
+    typer.echo(f"session {session.id}" + (f" ({session.name})" if session.name else ""))
+    typer.echo(f"  title:     {session.title or '-'}")
+    typer.echo(f"  updated:   {session.updated_at}")
+    host = session.host
+    typer.echo(f"  model:     {host.model or '-'}")
+    typer.echo(f"  workspace: {host.workspace or '-'}")
+    typer.echo(f"  verify:    {host.verify or '-'}")
+    u = session.usage
+    typer.echo(f"  usage:     {u.input_tokens} in + {u.output_tokens} out tokens, {u.model_calls} model calls")
+    if session.last_stop:
+        typer.echo(f"  last stop: {summary_line(session.last_stop)}")
+    if session.pending:
+        for held in session.pending.undecided():
+            typer.echo(f"  pending:   {held.call.call_id} {held.call.tool_name} "
+                       f"{json.dumps(held.call.arguments, ensure_ascii=False)[:120]}")
+    typer.echo("")
+    for message in session.messages:
+        for part in message.parts:
+            kind = part.part_kind
+            if kind == "text":
+                typer.echo(f"[{message.role}] {part.text}")
+            elif kind == "tool_call":
+                args = json.dumps(part.arguments, ensure_ascii=False) if part.raw_arguments is None else part.raw_arguments
+                typer.echo(f"[{message.role}] → {part.tool_name} {args[:200]}  ({part.call_id})")
+            else:
+                first = part.content.strip().splitlines()[0] if part.content.strip() else ""
+                typer.echo(f"[tool] ← {part.tool_name} {part.status}: {first[:200]}")
+
+
+@sessions_app.command("delete")
+def delete_session(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id or name.")],
+    config: ConfigOpt = None,
+) -> None:
+    """Delete a saved session (refused while a run holds it).
+
+    Example: amos sessions delete 20261130-101500-ab12cd
+    """
+    from amos.errors import AmosError
+
+    try:
+        deleted = _store(config).delete(session_id)
+    except AmosError as exc:
+        _fail(exc)
+    typer.echo(f"deleted session {deleted}")

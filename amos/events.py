@@ -1,0 +1,114 @@
+"""The ``RunEvent`` union the runner yields to front ends.
+
+Front ends render these and nothing else (DESIGN.md rule 1), so the TUI and the CLI
+show a run identically. Events are frozen pydantic models discriminated on
+``event_kind``; ``RUN_EVENT_ADAPTER`` loads and saves them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from amos.messages import Usage
+from amos.policy.stop import LoopDiagnostics, StopReceipt
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RunStarted(_Event):
+    """A run (or a resumed run) began."""
+
+    event_kind: Literal["run_started"] = "run_started"
+    session_id: str
+    execution_id: str
+    model: str
+    resumed: bool = False
+
+
+class StepStarted(_Event):
+    """A model call (step) is about to be made; ``max_steps`` is the cap in force."""
+
+    event_kind: Literal["step_started"] = "step_started"
+    step: int
+    max_steps: int
+
+
+class TextDelta(_Event):
+    """A streaming delta of assistant text."""
+
+    event_kind: Literal["text_delta"] = "text_delta"
+    text: str
+
+
+class ToolCallStarted(_Event):
+    """A tool call began running."""
+
+    event_kind: Literal["tool_call_started"] = "tool_call_started"
+    call_id: str
+    tool: str
+    summary: str
+    effect: str
+
+
+class ToolCallFinished(_Event):
+    """A tool call ended (whatever the outcome, including denied and cancelled)."""
+
+    event_kind: Literal["tool_call_finished"] = "tool_call_finished"
+    call_id: str
+    tool: str
+    summary: str
+    status: str
+    duration_s: float = 0.0
+    error: str | None = None
+    evidence_id: str | None = None
+    content: str = ""
+
+
+class ApprovalRequested(_Event):
+    """A tool call needs a person's decision before it can run.
+
+    An interactive front end answers with ``AgentRunner.answer_approval``; the run
+    waits for the answer. Non-interactive runs pause WAITING instead and never emit it.
+    """
+
+    event_kind: Literal["approval_requested"] = "approval_requested"
+    call_id: str
+    tool: str
+    effect: str
+    summary: str
+    arguments: Any = None
+    resume_token: str | None = None
+
+
+class Notice(_Event):
+    """Host information shown apart from assistant prose (loop events, warnings)."""
+
+    event_kind: Literal["notice"] = "notice"
+    level: Literal["info", "warning", "error"] = "info"
+    text: str
+
+
+class RunFinished(_Event):
+    """The run ended; always the last event, with its stop receipt."""
+
+    event_kind: Literal["run_finished"] = "run_finished"
+    receipt: StopReceipt
+    loop: LoopDiagnostics
+    output_text: str = ""
+    usage: Usage = Field(default_factory=Usage)
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    session_path: str | None = None
+
+
+RunEvent = Annotated[
+    RunStarted | StepStarted | TextDelta | ToolCallStarted | ToolCallFinished
+    | ApprovalRequested | Notice | RunFinished,
+    Field(discriminator="event_kind"),
+]
+
+RUN_EVENT_ADAPTER: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
+"""Loads and saves single events: ``RUN_EVENT_ADAPTER.validate_python(data)``."""

@@ -1,0 +1,283 @@
+"""Opening a runner: config, session, model, workspace and tools from host options.
+
+This is where flags, the session's host section and config meet (spec/cli.md:
+"flags given again override" the settings a session remembers; "Choosing the model":
+``--model``/``--script`` > session > config ``model`` > nothing, with no silent
+fallback). The CLI and the TUI call :func:`open_runner`, then only the runner.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from amos import paths
+from amos.context import build_system_prompt
+from amos.errors import AmosError, ConfigError, UsageError
+from amos.sessions import HostSettings, Session, SessionStore
+
+NO_MODEL_HELP = (
+    "no model chosen: pass --model PROVIDER:MODEL (e.g. openai:gpt-4o-mini, "
+    "anthropic:claude-sonnet-4-5) or --script PATH, or set \"model\" in the config "
+    "(`amos config path` shows where); `amos run --demo` works offline with no key"
+)
+
+
+def demo_script_path() -> Path:
+    """The bundled demo script (package data)."""
+    return Path(str(resources.files("amos.demo").joinpath("script.json")))
+
+
+def demo_workspace_source() -> Path:
+    """The bundled demo workspace (package data, never modified)."""
+    return Path(str(resources.files("amos.demo").joinpath("workspace")))
+
+
+def copy_demo_workspace() -> Path:
+    """Copy the demo workspace to a new temporary folder and return it."""
+    target = Path(tempfile.mkdtemp(prefix="amos-demo-"))
+    shutil.copytree(demo_workspace_source(), target, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return target
+
+
+def demo_verify_command() -> str:
+    """The demo's completion check: its unittest suite with the Python running amos."""
+    return f"{shlex.quote(sys.executable)} -m unittest"
+
+
+@dataclass
+class RunOptions:
+    """What the user asked for on the command line or in the TUI.
+
+    Attributes:
+        config_path: ``--config``.
+        model: ``--model`` (``--script PATH`` is passed here as ``scripted:PATH``).
+        base_url: ``--base-url``.
+        workspace: ``--workspace``.
+        session: ``--session`` id or name to resume.
+        max_steps: ``--max-steps``.
+        verify: ``--verify`` completion-check command.
+        yes: ``--yes`` (never remembered by the session).
+        no_save: ``--no-save``.
+        demo: run the bundled demo (``amos run --demo``; the TUI's offline mode).
+        interactive: a person can answer approvals now (TUI).
+        require_model: when no model is chosen, fail (``amos run``) instead of demo.
+        cwd: folder relative flags are resolved against.
+    """
+
+    config_path: Path | None = None
+    model: str | None = None
+    base_url: str | None = None
+    workspace: Path | None = None
+    session: str | None = None
+    max_steps: int | None = None
+    verify: str | None = None
+    yes: bool = False
+    no_save: bool = False
+    demo: bool = False
+    interactive: bool = False
+    require_model: bool = True
+    cwd: Path = field(default_factory=Path.cwd)
+
+
+@dataclass
+class Opened:
+    """What :func:`open_runner` prepared, besides the runner itself."""
+
+    demo: bool = False
+    demo_workspace: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def load_host_config(options: RunOptions) -> tuple[Any, list[str]]:
+    """Load the layered config for these options.
+
+    Raises:
+        ConfigError: an unreadable or invalid config file.
+    """
+    from amos.config import load_config
+
+    config_path = options.config_path
+    if config_path is not None and not config_path.is_absolute():
+        config_path = options.cwd / config_path
+    loaded = load_config(config_path=config_path, cwd=options.cwd)
+    return loaded.config, list(loaded.warnings)
+
+
+def open_store(config: Any) -> SessionStore:
+    """The session store the config points at."""
+    return SessionStore(paths.sessions_dir(config))
+
+
+def _policy_hash(config: Any) -> str:
+    data = {
+        "loop_policy": config.loop_policy.model_dump(mode="json") if config.loop_policy else None,
+        "doom_loop": config.doom_loop.model_dump(mode="json") if config.doom_loop else None,
+    }
+    canon = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()
+
+
+def _key_variables(config: Any) -> set[str]:
+    names = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"}
+    for pconf in (config.providers.openai, config.providers.anthropic, config.providers.google,
+                  config.providers.openai_compatible):
+        if pconf.api_key_env:
+            names.add(pconf.api_key_env)
+    return names
+
+
+def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
+    """Build a runner for these options, holding the session's lock.
+
+    Returns:
+        ``(AgentRunner, Opened)``.
+
+    Raises:
+        ConfigError: invalid config, script or missing API key (exit 2).
+        UsageError: no model chosen with ``require_model``, or a bad flag value.
+        SessionError: the session is unknown, corrupt or busy.
+    """
+    from amos.providers import create_provider
+    from amos.runner import AgentRunner, RunSettings
+    from amos.tools import ToolContext, ToolManager, builtin_tools
+    from amos.tools.command import child_env
+
+    config, warnings = load_host_config(options)
+    store = open_store(config)
+    opened = Opened(warnings=warnings)
+
+    session: Session
+    lock = None
+    if options.session:
+        session_id = store.resolve(options.session)
+        lock = store.lock(session_id)
+        try:
+            session = store.load(session_id)
+        except AmosError:
+            lock.release()
+            raise
+    else:
+        session = store.create()
+    host = session.host
+
+    try:
+        cwd = options.cwd
+        if options.config_path is None and host.config_path:
+            remembered = RunOptions(config_path=Path(host.config_path), cwd=cwd)
+            config, warnings = load_host_config(remembered)
+            opened.warnings = warnings
+        demo = options.demo
+        model = options.model or host.model or (str(config.model) if config.model else None)
+        if options.demo:
+            model = options.model or f"scripted:{demo_script_path()}"
+        if model is None:
+            if options.require_model:
+                raise UsageError(NO_MODEL_HELP)
+            demo = True
+            model = f"scripted:{demo_script_path()}"
+        workspace_opt = options.workspace
+        if demo and workspace_opt is None and not options.session:
+            opened.demo_workspace = copy_demo_workspace()
+            workspace = opened.demo_workspace
+        elif workspace_opt is not None:
+            workspace = (cwd / workspace_opt) if not workspace_opt.is_absolute() else workspace_opt
+        elif host.workspace:
+            workspace = Path(host.workspace)
+        else:
+            workspace = Path(config.workspace)
+            if not workspace.is_absolute():
+                workspace = cwd / workspace
+        workspace = workspace.expanduser().resolve()
+        if not workspace.is_dir():
+            raise UsageError(f"workspace {workspace} is not a folder; pass --workspace DIR")
+        opened.demo = demo
+
+        verify = options.verify if options.verify is not None else host.verify
+        if verify is None and config.loop_policy and config.loop_policy.completion:
+            verify = config.loop_policy.completion.command
+        if demo and options.verify is None and opened.demo_workspace is not None:
+            verify = demo_verify_command()
+        max_steps = options.max_steps or host.max_steps or config.run.max_steps
+        if max_steps < 1:
+            raise UsageError(f"--max-steps must be at least 1 (got {max_steps})")
+        base_url = options.base_url or host.base_url
+
+        env = child_env(os.environ, _key_variables(config))
+        if demo:
+            env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+        permissions = dict(config.tools.permissions)
+        if demo and opened.demo_workspace is not None:
+            permissions.update({"write_file": "allow", "edit_file": "allow", "run_command": "allow"})
+
+        def factory(spec: str):
+            return create_provider(spec, config=config, base_url=base_url, state=session.provider_state, cwd=cwd)
+
+        if model.startswith("scripted:"):
+            model = "scripted:" + str((cwd / model[len("scripted:"):]).resolve())
+        provider = factory(model)
+        tools = ToolManager(
+            builtin_tools(),
+            permissions=permissions,
+            context=ToolContext(workspace=workspace, command_timeout_s=float(config.tools.command_timeout_s),
+                                max_output_bytes=int(config.tools.max_output_bytes), env=env),
+        )
+        policy = config.loop_policy
+        verify_timeout = float(policy.completion.timeout_s) if policy and policy.completion else 120.0
+        settings = RunSettings(
+            max_steps=int(max_steps),
+            token_budget=config.run.token_budget,
+            timeout_s=float(config.run.timeout_s) if config.run.timeout_s else None,
+            verify=verify,
+            verify_timeout_s=verify_timeout,
+            approvals_owner=config.approvals.owner,
+            approvals_deadline_s=float(config.approvals.deadline_s),
+            auto_approve=options.yes,
+            interactive=options.interactive,
+            policy_hash=_policy_hash(config),
+            loop_policy_enabled=policy is not None,
+            max_recovery_attempts=policy.max_recovery_attempts if policy else None,
+        )
+        session.host = HostSettings(
+            model=model,
+            base_url=base_url,
+            workspace=str(workspace),
+            config_path=str((cwd / options.config_path).resolve()) if options.config_path else host.config_path,
+            verify=verify,
+            max_steps=options.max_steps or host.max_steps,
+        )
+        if lock is None and not options.no_save:
+            lock = store.lock(session.id)
+        runner = AgentRunner(
+            session=session,
+            store=None if options.no_save else store,
+            provider=provider,
+            model_spec=model,
+            tools=tools,
+            workspace=workspace,
+            system_prompt=build_system_prompt(workspace, config.system_prompt),
+            settings=settings,
+            env=env,
+            provider_factory=factory,
+            lock=lock,
+            config=config,
+        )
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    return runner, opened
+
+
+__all__ = ["RunOptions", "Opened", "open_runner", "open_store", "load_host_config", "ConfigError",
+           "NO_MODEL_HELP", "demo_script_path", "copy_demo_workspace"]

@@ -1,0 +1,262 @@
+"""Stop receipts, verdicts and loop diagnostics (spec/stop-receipts.md).
+
+Pure code: the runner records a *cause* where control flow stopped and hands the
+facts it observed to :func:`decide_verdict`, which applies the precedence table of
+spec/stop-receipts.md "Verdicts" (background: seeds/stop-receipts-fr.txt).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from amos.messages import Usage
+
+Cause = Literal[
+    "answer",
+    "output_limit",
+    "refusal",
+    "approval_required",
+    "step_limit",
+    "token_budget",
+    "user_abort",
+    "timeout",
+    "tool_error",
+    "provider_error",
+    "doom_loop",
+    "policy_stop",
+    "checker_error",
+    "no_progress",
+    "recovery_exhausted",
+]
+
+Verdict = Literal[
+    "FAILED",
+    "WAITING",
+    "WAITING_UNROUTED",
+    "STUCK",
+    "BOUNDED_STOP",
+    "VERIFIED_COMPLETE",
+    "FALSE_COMPLETE",
+    "ANSWERED",
+    "UNCERTAIN",
+]
+
+Phase = Literal["running", "recovering", "complete", "input-needed", "stopped"]
+
+EXIT_CODES: dict[str, int] = {
+    "VERIFIED_COMPLETE": 0,
+    "ANSWERED": 0,
+    "FAILED": 1,
+    "FALSE_COMPLETE": 3,
+    "WAITING": 4,
+    "WAITING_UNROUTED": 5,
+    "BOUNDED_STOP": 6,
+    "STUCK": 7,
+    "UNCERTAIN": 8,
+}
+"""Exit code of ``amos run``/``amos resume`` for each verdict (spec/cli.md "Exit codes")."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CompletionResult(_Model):
+    """Verdict of one host completion check.
+
+    Attributes:
+        complete: True only when the host check confirmed completion.
+        reason: short reason word or sentence (at most 400 characters).
+        feedback: what is missing, for the model (at most 2000 characters).
+    """
+
+    complete: bool
+    reason: str | None = None
+    feedback: str | None = None
+
+
+class ApprovalInfo(_Model):
+    """One held tool call waiting for a person's decision.
+
+    Attributes:
+        call_id: the model's call id.
+        tool: tool name.
+        owner: who decides (``approvals.owner``), None when unrouted.
+        deadline: ISO-8601 UTC time after which the approval is overdue.
+        resume_token: ``<session>:<execution>:<call>`` naming this exact pause.
+    """
+
+    call_id: str
+    tool: str
+    owner: str | None = None
+    deadline: str | None = None
+    resume_token: str | None = None
+
+
+class StopReceipt(_Model):
+    """Why a run stopped and what to conclude (spec/stop-receipts.md "StopReceipt fields")."""
+
+    verdict: Verdict
+    cause: Cause | None
+    reason: str
+    detail: str
+    execution_id: str
+    steps: int = 0
+    tool_call_count: int = 0
+    recovery_attempts: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    completion: CompletionResult | None = None
+    approval: ApprovalInfo | None = None
+    pending_approvals: list[ApprovalInfo] = Field(default_factory=list)
+    stop_condition: dict[str, Any] | None = None
+    policy: str | None = None
+    started_at: str
+    ended_at: str
+
+    @property
+    def exit_code(self) -> int:
+        """Process exit code for this verdict (spec/cli.md)."""
+        return EXIT_CODES[self.verdict]
+
+
+class LoopObservation(_Model):
+    """One tool execution as diagnostics show it: no raw arguments or bodies."""
+
+    tool: str
+    call_id: str
+    effect: str
+    status: str
+
+
+class LoopDiagnostics(_Model):
+    """Loop diagnostics of the latest execution (spec/stop-receipts.md "Loop diagnostics").
+
+    Attributes:
+        phase: ``running``, ``recovering``, ``complete``, ``input-needed``, ``stopped``.
+        execution_id: the execution described.
+        iterations: model calls made by the execution.
+        reason: the stopping reason word (None while running).
+        status: ``completed`` only when a host completion check confirmed.
+        recovery_attempts / max_recovery_attempts: feedback turns used / allowed
+            (limit None without a loop policy).
+        completion: last completion verdict (an earlier false one is kept when a later
+            bound stops the run).
+        doom_loop: doom-loop streaks and last verdict (None until that capability lands).
+        tracked: tracked counts with their bounds.
+        observations: the last 100 tool executions.
+        observations_truncated: True when older observations were dropped.
+        policy_enabled: whether a loop policy was in force.
+    """
+
+    phase: Phase = "running"
+    execution_id: str
+    iterations: int = 0
+    reason: str | None = None
+    status: Literal["completed"] | None = None
+    recovery_attempts: int = 0
+    max_recovery_attempts: int | None = None
+    completion: CompletionResult | None = None
+    doom_loop: dict[str, Any] | None = None
+    tracked: dict[str, int | None] = Field(default_factory=dict)
+    observations: list[LoopObservation] = Field(default_factory=list)
+    observations_truncated: bool = False
+    policy_enabled: bool = False
+
+
+MAX_OBSERVATIONS = 100
+
+
+@dataclass(frozen=True)
+class StopFacts:
+    """Facts the runner observed that the verdict table needs.
+
+    Attributes:
+        completion_configured: a host completion check was configured for the run.
+        completion_confirmed: the last check's verdict (None when none ran).
+        approval_routed: the pending approval has an owner, a deadline and a token.
+        effect_succeeded: some write/unknown-effect tool call succeeded in the run.
+        progress_changed: a host progress key changed during the run.
+        reason: the reason word recorded with the cause.
+    """
+
+    completion_configured: bool = False
+    completion_confirmed: bool | None = None
+    approval_routed: bool = False
+    effect_succeeded: bool = False
+    progress_changed: bool = False
+    reason: str = ""
+
+
+_BOUNDED = {"step_limit", "token_budget", "user_abort", "doom_loop", "output_limit"}
+
+
+def decide_verdict(cause: str | None, facts: StopFacts) -> Verdict:
+    """Apply the verdict precedence table, first matching row wins.
+
+    Args:
+        cause: the recorded stop cause, or None when none was recorded.
+        facts: what the runner observed.
+
+    Returns:
+        The verdict (spec/stop-receipts.md "Verdicts, in precedence order").
+    """
+    if cause in ("tool_error", "provider_error", "refusal"):
+        return "FAILED"
+    if cause == "approval_required":
+        return "WAITING" if facts.approval_routed else "WAITING_UNROUTED"
+    if cause == "no_progress":
+        return "STUCK"
+    if cause == "timeout" and not (facts.effect_succeeded or facts.progress_changed):
+        return "STUCK"
+    if cause in _BOUNDED or cause == "timeout":
+        return "BOUNDED_STOP"
+    if cause == "policy_stop" and facts.reason != "uncertain_effect":
+        return "BOUNDED_STOP"
+    if cause == "answer":
+        if facts.completion_configured:
+            return "VERIFIED_COMPLETE" if facts.completion_confirmed is True else "FALSE_COMPLETE"
+        return "ANSWERED"
+    if cause == "recovery_exhausted":
+        return "FALSE_COMPLETE"
+    return "UNCERTAIN"
+
+
+def phase_for(verdict: str) -> Phase:
+    """The diagnostics phase a finished execution ends in.
+
+    ``complete`` for a natural or verified finish, ``input-needed`` while waiting for
+    a person, ``stopped`` for everything else.
+    """
+    if verdict in ("VERIFIED_COMPLETE", "ANSWERED"):
+        return "complete"
+    if verdict in ("WAITING", "WAITING_UNROUTED"):
+        return "input-needed"
+    return "stopped"
+
+
+def verdict_glyph(verdict: str) -> str:
+    """A glyph that reads without colour, for summaries and the TUI."""
+    return {
+        "VERIFIED_COMPLETE": "✔",
+        "ANSWERED": "○",
+        "FAILED": "✘",
+        "FALSE_COMPLETE": "✘",
+        "WAITING": "⏸",
+        "WAITING_UNROUTED": "⏸",
+        "BOUNDED_STOP": "■",
+        "STUCK": "↻",
+        "UNCERTAIN": "?",
+    }.get(verdict, "?")
+
+
+def summary_line(receipt: StopReceipt) -> str:
+    """One line describing a receipt, e.g. ``✔ VERIFIED_COMPLETE (answer/completed) — 4 steps, 5 tool calls``."""
+    u = receipt.usage
+    return (
+        f"{verdict_glyph(receipt.verdict)} {receipt.verdict} ({receipt.cause or 'none'}/{receipt.reason})"
+        f" — {receipt.steps} steps, {receipt.tool_call_count} tool calls,"
+        f" {u.input_tokens}+{u.output_tokens} tokens. {receipt.detail}"
+    )

@@ -1,0 +1,100 @@
+"""Provider registry: model strings to providers, with lazy imports.
+
+``PROVIDER:MODEL`` is split at the first colon (spec/cli.md "Choosing the model").
+Provider modules, and the SDKs they import, are loaded only when selected, so the
+scripted path never imports a provider SDK.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from amos.errors import ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from amos.providers.base import Provider
+
+KNOWN_PROVIDERS = ("openai", "anthropic", "google", "openai-compatible", "scripted")
+_KEY_FALLBACKS = {"google": ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
+
+
+def parse_model_spec(spec: str) -> tuple[str, str]:
+    """Split ``PROVIDER:MODEL`` at the first colon.
+
+    Raises:
+        UsageError: no colon, an unknown provider or an empty model name.
+    """
+    provider, sep, model = spec.partition(":")
+    if not sep or not model:
+        raise UsageError(
+            f"model {spec!r} must be PROVIDER:MODEL, e.g. openai:gpt-4o-mini, "
+            "anthropic:claude-sonnet-4-5, google:gemini-2.5-flash, scripted:PATH"
+        )
+    if provider not in KNOWN_PROVIDERS:
+        raise UsageError(
+            f"unknown provider {provider!r} in model {spec!r}; accepted: {', '.join(KNOWN_PROVIDERS)}"
+        )
+    return provider, model
+
+
+def api_key_variables(provider: str, provider_config: Any | None) -> tuple[str, ...]:
+    """Names of the environment variables that may hold the provider's key, in order."""
+    configured = getattr(provider_config, "api_key_env", None) if provider_config else None
+    if provider == "google" and configured in (None, "GEMINI_API_KEY"):
+        return _KEY_FALLBACKS["google"]
+    return (configured,) if configured else ()
+
+
+def create_provider(
+    spec: str,
+    *,
+    config: Any,
+    base_url: str | None = None,
+    state: MutableMapping[str, Any] | None = None,
+    cwd: Path | None = None,
+) -> Provider:
+    """Build the provider a model string names.
+
+    Args:
+        spec: ``PROVIDER:MODEL`` (``scripted:PATH`` for a script file).
+        config: the loaded ``AmosConfig`` (its ``providers`` section is used).
+        base_url: ``--base-url`` override.
+        state: the session's provider state, which a provider may keep positions in
+            (the scripted provider keeps its script positions there).
+        cwd: folder a relative script path is resolved against.
+
+    Returns:
+        A ready ``Provider``.
+
+    Raises:
+        UsageError: a malformed model string.
+        ConfigError: a missing API key (naming the variable) or a bad script file.
+    """
+    provider, model = parse_model_spec(spec)
+    if provider == "scripted":
+        from amos.providers.scripted import ScriptedProvider
+
+        path = Path(model)
+        if not path.is_absolute():
+            path = (cwd or Path.cwd()) / path
+        return ScriptedProvider.from_file(path, state=state if state is not None else {})
+    providers_cfg = getattr(config, "providers", None)
+    pconf = None
+    if providers_cfg is not None:
+        pconf = getattr(providers_cfg, provider.replace("-", "_"), None)
+    variables = api_key_variables(provider, pconf)
+    if variables and not any(os.environ.get(v) for v in variables):
+        names = " or ".join(variables)
+        raise ConfigError(
+            f"no API key for {provider}: set {names} (or choose another model; "
+            "`amos run --demo` works offline)",
+            json_path=f"providers.{provider}.api_key_env",
+        )
+    raise ConfigError(
+        f"provider {provider!r} is not available yet in this version of amos; "
+        "use --script PATH or `amos run --demo` for the offline scripted provider",
+        json_path="model",
+    )

@@ -1,0 +1,313 @@
+"""The scripted provider: a deterministic, offline model (spec/scripted-provider.md).
+
+It powers ``amos run --demo``, the TUI's demo mode, every example and the tests. Each
+model call consumes the next turn of a JSON script; the position is kept per script
+(by the SHA-256 of its contents) in the session's provider state, so a resumed
+session continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import re
+from collections.abc import AsyncIterator, MutableMapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from amos.errors import ConfigError, ProviderError, ScriptExhausted, ScriptMismatch
+from amos.messages import Message, ToolCallPart, Usage
+from amos.providers.base import (
+    FinishEvent,
+    ModelRequest,
+    ProviderEvent,
+    TextDeltaEvent,
+    ToolCallEvent,
+)
+
+ErrorKind = Literal["rate_limit", "overloaded", "timeout", "auth", "bad_request", "server"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScriptToolCall(_Strict):
+    """A tool call the script "sends"; exactly one of ``arguments``/``raw_arguments``."""
+
+    id: str | None = None
+    name: str = Field(min_length=1)
+    arguments: Any = None
+    raw_arguments: str | None = None
+
+    @model_validator(mode="after")
+    def _one_argument_form(self) -> ScriptToolCall:
+        has_args = "arguments" in self.model_fields_set
+        has_raw = "raw_arguments" in self.model_fields_set
+        if has_args == has_raw:
+            raise ValueError("a tool call needs exactly one of 'arguments' and 'raw_arguments'")
+        return self
+
+
+class ScriptError(_Strict):
+    """Makes the call raise the provider error of this kind."""
+
+    kind: ErrorKind
+    message: str = "scripted provider error"
+
+
+class ScriptUsage(_Strict):
+    """Usage reported as given (tokens)."""
+
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+
+
+class ScriptExpect(_Strict):
+    """Assertions about the request the runner sent; all given must hold."""
+
+    last_message_role: Literal["user", "tool", "assistant"] | None = None
+    last_tool_result_contains: str | None = None
+    any_message_contains: str | None = None
+    system_contains: str | None = None
+    tools_offered: list[str] | None = None
+
+
+class ScriptTurn(_Strict):
+    """One model call's answer."""
+
+    text: str | None = None
+    tool_calls: list[ScriptToolCall] = Field(default_factory=list)
+    finish_reason: Literal["stop", "tool_calls", "length", "content_filter"] | None = None
+    usage: ScriptUsage | None = None
+    error: ScriptError | None = None
+    expect: ScriptExpect | None = None
+    delay_ms: int | None = Field(default=None, ge=0)
+
+
+class Script(_Strict):
+    """A whole script file."""
+
+    version: Literal[1] = 1
+    model: str = "scripted"
+    turns: list[ScriptTurn] = Field(default_factory=list)
+    on_exhausted: Literal["error", "repeat_last"] | ScriptTurn = "error"
+    summaries: list[str] = Field(default_factory=list)
+
+
+def load_script(path: Path) -> tuple[Script, str]:
+    """Read and validate a script file.
+
+    Returns:
+        ``(script, sha256_hex_of_contents)``.
+
+    Raises:
+        ConfigError: unreadable file, invalid JSON or an invalid script, naming the file
+            and the JSON path (``turns.3.tool_calls.0``) of the first problem.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read script: {exc.strerror or exc}", file=str(path)) from None
+    digest = hashlib.sha256(raw).hexdigest()
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError("script is not UTF-8 text", file=str(path)) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=str(path)
+        ) from None
+    try:
+        return Script.model_validate(data), digest
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"] if p not in ("ScriptTurn",))
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key {err['loc'][-1]!r}"
+        elif err["type"] == "literal_error":
+            msg = f"{msg} (got {err.get('input')!r})"
+        turn = ""
+        if len(err["loc"]) >= 2 and err["loc"][0] == "turns":
+            turn = f"turn {err['loc'][1]}: "
+        raise ConfigError(f"{turn}{msg}", file=str(path), json_path=loc or None) from None
+
+
+_DELTA = re.compile(r"\S+\s*|\s+")
+
+
+def _estimate_input_tokens(request: ModelRequest) -> int:
+    payload = {
+        "system": request.system,
+        "tools": [asdict(t) for t in request.tools],
+        "messages": [m.model_dump(mode="json") for m in request.messages],
+    }
+    return math.ceil(len(json.dumps(payload, ensure_ascii=False)) / 4)
+
+
+class ScriptedProvider:
+    """A provider that answers from a script.
+
+    Args:
+        script: the validated script.
+        digest: SHA-256 hex of the script file's contents (the position key).
+        state: the session's provider state; positions live in
+            ``state["scripted_positions"][digest]`` (number of turns consumed).
+    """
+
+    provider_name = "scripted"
+
+    def __init__(self, script: Script, digest: str, state: MutableMapping[str, Any], *, path: Path | None = None):
+        self.script = script
+        self.digest = digest
+        self.path = path
+        self.model_name = script.model
+        self._state = state
+        self._summary_index = 0
+
+    @classmethod
+    def from_file(cls, path: Path, *, state: MutableMapping[str, Any]) -> ScriptedProvider:
+        """Load and validate ``path`` (see :func:`load_script`)."""
+        script, digest = load_script(path)
+        return cls(script, digest, state, path=path)
+
+    @property
+    def position(self) -> int:
+        """Turns of this script consumed so far in the session."""
+        return int(self._state.get("scripted_positions", {}).get(self.digest, 0))
+
+    def _advance(self) -> int:
+        positions = self._state.setdefault("scripted_positions", {})
+        pos = int(positions.get(self.digest, 0))
+        positions[self.digest] = pos + 1
+        return pos
+
+    def _turn_for(self, pos: int) -> ScriptTurn:
+        if pos < len(self.script.turns):
+            return self.script.turns[pos]
+        exhausted = self.script.on_exhausted
+        if isinstance(exhausted, ScriptTurn):
+            return exhausted
+        if exhausted == "repeat_last" and self.script.turns:
+            return self.script.turns[-1]
+        raise ScriptExhausted(
+            f"script {self.path.name if self.path else ''} has no turn left "
+            f"(all {len(self.script.turns)} used; on_exhausted is \"error\")"
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Answer one model call from the next turn (see module docstring).
+
+        Raises:
+            ScriptExhausted: no turn left and ``on_exhausted`` is ``"error"``.
+            ScriptMismatch: the turn's ``expect`` did not hold.
+            ProviderError: the turn has an ``error``.
+        """
+        if request.purpose == "summary":
+            async for event in self._summary(request):
+                yield event
+            return
+        pos = self._advance()
+        turn = self._turn_for(pos)
+        if turn.delay_ms:
+            await asyncio.sleep(turn.delay_ms / 1000)
+        if turn.expect is not None:
+            _check_expect(turn.expect, request, pos)
+        if turn.error is not None:
+            raise ProviderError(turn.error.kind, turn.error.message)
+        text = turn.text or ""
+        for piece in _DELTA.findall(text):
+            yield TextDeltaEvent(piece)
+        arg_chars = 0
+        for n, tc in enumerate(turn.tool_calls):
+            if "raw_arguments" in tc.model_fields_set:
+                raw = tc.raw_arguments or ""
+                arg_chars += len(raw)
+                try:
+                    args, keep_raw = json.loads(raw), None
+                except json.JSONDecodeError:
+                    args, keep_raw = None, raw
+            else:
+                args, keep_raw = tc.arguments, None
+                arg_chars += len(json.dumps(args, ensure_ascii=False))
+            call = ToolCallPart(
+                call_id=tc.id or f"call_{pos}_{n}",
+                tool_name=tc.name,
+                arguments=args,
+                raw_arguments=keep_raw,
+            )
+            yield ToolCallEvent(call)
+        finish = turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop")
+        if turn.usage is not None:
+            usage = Usage(
+                input_tokens=turn.usage.input_tokens,
+                output_tokens=turn.usage.output_tokens,
+                model_calls=1,
+            )
+        else:
+            usage = Usage(
+                input_tokens=_estimate_input_tokens(request),
+                output_tokens=math.ceil((len(text) + arg_chars) / 4),
+                model_calls=1,
+            )
+        yield FinishEvent(finish, usage)
+
+    async def _summary(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        if self._summary_index < len(self.script.summaries):
+            text = self.script.summaries[self._summary_index]
+            self._summary_index += 1
+        else:
+            lines = [m.text.strip().splitlines()[0] for m in request.messages if m.text.strip()]
+            text = "\n".join(lines)
+        yield TextDeltaEvent(text)
+        yield FinishEvent("stop", Usage(input_tokens=_estimate_input_tokens(request),
+                                        output_tokens=math.ceil(len(text) / 4), model_calls=1))
+
+
+def _last_tool_result(messages: list[Message]) -> str | None:
+    for message in reversed(messages):
+        results = message.tool_results
+        if results:
+            return results[-1].content
+    return None
+
+
+def _message_text(message: Message) -> str:
+    chunks = [message.text]
+    for r in message.tool_results:
+        chunks.append(r.content)
+    return "\n".join(chunks)
+
+
+def _check_expect(expect: ScriptExpect, request: ModelRequest, pos: int) -> None:
+    messages = list(request.messages)
+    problems: list[str] = []
+    if expect.last_message_role is not None:
+        role = messages[-1].role if messages else None
+        if role != expect.last_message_role:
+            problems.append(f"last message role {expect.last_message_role!r}, got {role!r}")
+    if expect.last_tool_result_contains is not None:
+        last = _last_tool_result(messages)
+        if last is None or expect.last_tool_result_contains not in last:
+            shown = (last or "")[-200:].replace("\n", "\\n")
+            problems.append(
+                f"last tool result containing {expect.last_tool_result_contains!r}, got {shown!r}"
+            )
+    if expect.any_message_contains is not None:
+        if not any(expect.any_message_contains in _message_text(m) for m in messages):
+            problems.append(f"a message containing {expect.any_message_contains!r}")
+    if expect.system_contains is not None and expect.system_contains not in request.system:
+        problems.append(f"system instructions containing {expect.system_contains!r}")
+    if expect.tools_offered is not None:
+        offered = {t.name for t in request.tools}
+        missing = [t for t in expect.tools_offered if t not in offered]
+        if missing:
+            problems.append(f"tools offered including {missing} (offered: {sorted(offered)})")
+    if problems:
+        raise ScriptMismatch(f"turn {pos}: expected " + "; ".join(problems))

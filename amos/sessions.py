@@ -1,0 +1,347 @@
+"""SessionStore: versioned JSON session files, atomic writes and run locks.
+
+Layout (DESIGN.md "Storage"): ``<sessions>/<id>/session.json`` (0600, folder 0700).
+A session holds the transcript (neutral messages), a host section (the settings it was
+run with — never ``--yes``, never a secret) and optional capability sections, each with
+a default so older files still load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from amos.errors import SessionError
+from amos.messages import Message, ToolCallPart, Usage
+from amos.policy.stop import CompletionResult, LoopDiagnostics, LoopObservation, StopReceipt
+
+SESSION_VERSION = 1
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def utc_now() -> str:
+    """Current time as ISO-8601 UTC with milliseconds."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class HostSettings(_Model):
+    """The host settings a session was run with (spec/cli.md).
+
+    Never holds ``--yes`` or a secret.
+    """
+
+    model: str | None = None
+    base_url: str | None = None
+    workspace: str | None = None
+    config_path: str | None = None
+    verify: str | None = None
+    max_steps: int | None = None
+
+
+class ExecutionRecord(_Model):
+    """The running state of one execution, persisted while it waits for approval.
+
+    Attributes:
+        execution_id: UUID of the execution.
+        started_at: ISO-8601 UTC.
+        steps: model calls made so far.
+        usage: usage of this execution so far.
+        tool_calls: ``{call_id, tool, status, evidence_id}`` rows of this execution.
+        observations: tool executions as diagnostics show them.
+        denied: argument fingerprint → reason of calls a person denied (never asked twice).
+        effect_succeeded: a write/unknown-effect call succeeded.
+        completion: last completion verdict.
+        output_text: text of the latest assistant turn.
+    """
+
+    execution_id: str
+    started_at: str
+    steps: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    observations: list[LoopObservation] = Field(default_factory=list)
+    denied: dict[str, str] = Field(default_factory=dict)
+    effect_succeeded: bool = False
+    completion: CompletionResult | None = None
+    output_text: str = ""
+
+
+class HeldCall(_Model):
+    """A tool call held by an approval pause.
+
+    Attributes:
+        call: the call as the model sent it.
+        needs_approval: True when a person must decide it before it runs.
+        decision: ``approve`` / ``deny`` once decided, else None.
+        reason: the denial reason given.
+    """
+
+    call: ToolCallPart
+    needs_approval: bool
+    decision: str | None = None
+    reason: str | None = None
+
+
+class PendingApproval(_Model):
+    """A run paused WAITING (spec/stop-receipts.md "Approvals that pause a run")."""
+
+    execution: ExecutionRecord
+    held: list[HeldCall]
+    owner: str | None = None
+    deadline: str | None = None
+    created_at: str = Field(default_factory=utc_now)
+
+    def token(self, session_id: str, call_id: str) -> str:
+        """``<session>:<execution>:<call>`` naming this exact pause."""
+        return f"{session_id}:{self.execution.execution_id}:{call_id}"
+
+    def undecided(self) -> list[HeldCall]:
+        """Held calls still needing a decision, in order."""
+        return [h for h in self.held if h.needs_approval and h.decision is None]
+
+
+class Session(_Model):
+    """One saved session (``session.json``)."""
+
+    version: int = SESSION_VERSION
+    id: str
+    name: str | None = None
+    title: str | None = None
+    created_at: str = Field(default_factory=utc_now)
+    updated_at: str = Field(default_factory=utc_now)
+    host: HostSettings = Field(default_factory=HostSettings)
+    messages: list[Message] = Field(default_factory=list)
+    provider_state: dict[str, Any] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)
+    loop: LoopDiagnostics | None = None
+    last_stop: StopReceipt | None = None
+    pending: PendingApproval | None = None
+
+
+class SessionSummary(_Model):
+    """A row of ``amos sessions list``."""
+
+    id: str
+    name: str | None
+    title: str | None
+    updated_at: str
+    messages: int
+    last_verdict: str | None
+    model: str | None
+    path: str
+
+
+def new_session_id() -> str:
+    """A sortable, unique session id such as ``20261130-031500-a1b2c3``."""
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically: temp file in the same folder, fsync, replace.
+
+    The file is created 0600.
+
+    Raises:
+        OSError: the write failed; the previous file is left as it was.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+class SessionStore:
+    """Sessions under one folder.
+
+    Args:
+        root: the sessions folder (``paths.sessions_dir(config)``); created 0700 on
+            first write.
+    """
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def session_dir(self, session_id: str) -> Path:
+        """Folder of one session."""
+        return self.root / session_id
+
+    def path(self, session_id: str) -> Path:
+        """``session.json`` of one session."""
+        return self.session_dir(session_id) / "session.json"
+
+    def create(self, host: HostSettings | None = None) -> Session:
+        """A new, unsaved session with a fresh id."""
+        return Session(id=new_session_id(), host=host or HostSettings())
+
+    def resolve(self, id_or_name: str) -> str:
+        """The session id for an id or a name.
+
+        Raises:
+            SessionError: ``not_found`` or ``ambiguous`` (exit 2).
+        """
+        if _ID_RE.match(id_or_name) and self.path(id_or_name).exists():
+            return id_or_name
+        matches = [s.id for s in self.list() if s.name == id_or_name]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise SessionError("ambiguous", f"session name {id_or_name!r} matches {len(matches)} sessions: {', '.join(matches)}")
+        prefix = [s.id for s in self.list() if s.id.startswith(id_or_name)] if id_or_name else []
+        if len(prefix) == 1:
+            return prefix[0]
+        raise SessionError(
+            "not_found",
+            f"no session {id_or_name!r} in {self.root}; `amos sessions list` shows saved sessions",
+        )
+
+    def load(self, id_or_name: str) -> Session:
+        """Load a session by id or name.
+
+        Raises:
+            SessionError: ``not_found``, or ``corrupt`` naming the file and the problem
+                (the file is never modified).
+        """
+        session_id = self.resolve(id_or_name)
+        path = self.path(session_id)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise SessionError("not_found", f"no session {id_or_name!r} in {self.root}") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise SessionError("corrupt", f"{path}: cannot read session: {exc}") from None
+        if not isinstance(data, dict):
+            raise SessionError("corrupt", f"{path}: session file is not a JSON object")
+        version = data.get("version")
+        if not isinstance(version, int) or version > SESSION_VERSION:
+            raise SessionError(
+                "corrupt",
+                f"{path}: session version {version!r} is not supported (this amos reads up to {SESSION_VERSION})",
+            )
+        try:
+            return Session.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            raise SessionError("corrupt", f"{path}: {loc}: {err['msg']}") from None
+
+    def save(self, session: Session) -> Path:
+        """Write ``session.json`` atomically (temp + fsync + replace, 0600).
+
+        Returns:
+            The path written.
+
+        Raises:
+            SessionError: ``write_failed`` (the previous file is intact).
+        """
+        session.updated_at = utc_now()
+        path = self.path(session.id)
+        text = session.model_dump_json(indent=1, exclude_none=False)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.session_dir(session.id).mkdir(exist_ok=True, mode=0o700)
+            atomic_write_text(path, text)
+        except OSError as exc:
+            raise SessionError("write_failed", f"cannot save session to {path}: {exc}", exit_code=1) from None
+        return path
+
+    def exists(self, session_id: str) -> bool:
+        """Whether a saved session with this id exists."""
+        return self.path(session_id).exists()
+
+    def list(self) -> list[SessionSummary]:
+        """Saved sessions, newest first (unreadable ones are listed with no verdict)."""
+        rows: list[SessionSummary] = []
+        if not self.root.is_dir():
+            return rows
+        for child in self.root.iterdir():
+            path = child / "session.json"
+            if not path.is_file():
+                continue
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                last = data.get("last_stop") or {}
+                rows.append(
+                    SessionSummary(
+                        id=data.get("id", child.name),
+                        name=data.get("name"),
+                        title=data.get("title"),
+                        updated_at=data.get("updated_at", ""),
+                        messages=len(data.get("messages") or []),
+                        last_verdict=last.get("verdict") if isinstance(last, dict) else None,
+                        model=(data.get("host") or {}).get("model"),
+                        path=str(path),
+                    )
+                )
+            except (OSError, ValueError, AttributeError):
+                rows.append(
+                    SessionSummary(id=child.name, name=None, title="(unreadable)", updated_at="",
+                                   messages=0, last_verdict=None, model=None, path=str(path))
+                )
+        rows.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
+        return rows
+
+    def delete(self, id_or_name: str) -> str:
+        """Delete a session folder; returns the id deleted.
+
+        Raises:
+            SessionError: ``not_found``, or ``busy`` when a run holds its lock.
+        """
+        session_id = self.resolve(id_or_name)
+        lock = self.lock(session_id)
+        try:
+            shutil.rmtree(self.session_dir(session_id))
+        finally:
+            lock.release()
+        return session_id
+
+    def lock(self, session_id: str) -> FileLock:
+        """Acquire the session's run lock now (non-blocking) and return it.
+
+        Call ``release()`` when done; the lock file lives beside the
+        session folder so deleting the session does not remove a held lock.
+
+        Raises:
+            SessionError: ``busy`` when another process holds it.
+        """
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lock = FileLock(str(self.root / f".{session_id}.lock"), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise SessionError(
+                "busy", f"session {session_id} is in use by another amos process; try again when it ends"
+            ) from None
+        return lock

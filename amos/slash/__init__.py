@@ -1,0 +1,6 @@
+"""Slash commands: one line grammar for the TUI and ``amos run`` (spec/slash-commands.md)."""
+
+from amos.slash.commands import COMMANDS, SlashResult, execute_line
+from amos.slash.parser import ParsedLine, parse_line
+
+__all__ = ["COMMANDS", "SlashResult", "execute_line", "ParsedLine", "parse_line"]

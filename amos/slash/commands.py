@@ -1,0 +1,294 @@
+"""Built-in slash commands (spec/slash-commands.md).
+
+Host commands make no model call. Each handler takes the runner (the host API) and
+the argument text, and returns a :class:`SlashResult` holding JSON data for
+``amos run --json`` and a text rendering for people. Unknown commands and bad
+arguments raise :class:`~amos.errors.SlashCommandError` carrying the usage line;
+nothing changes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from amos.errors import AmosError, SessionError, SlashCommandError
+from amos.slash.parser import parse_line, split_tokens
+
+DEFAULT_WINDOW_TOKENS = 32000
+
+
+@dataclass
+class SlashResult:
+    """What a slash command did.
+
+    Attributes:
+        command: the line as typed.
+        ok: False when the command ran and failed (exit 1 in ``amos run``).
+        result: the command's data as JSON-ready values.
+        error: ``{"code", "message"}`` when not ok.
+        text: a rendering for people (plain text; JSON blocks where useful).
+        action: what the front end should do next: ``quit``, ``clear``,
+            ``load_session`` (``action_arg`` is the id) or None.
+        save: True when the session changed and ``amos run`` should save it.
+    """
+
+    command: str
+    ok: bool = True
+    result: Any = None
+    error: dict[str, str] | None = None
+    text: str = ""
+    action: str | None = None
+    action_arg: str | None = None
+    save: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        """0 on success, 1 when the command ran and failed."""
+        return 0 if self.ok else 1
+
+    def to_json(self, session_id: str) -> dict[str, Any]:
+        """The ``--json`` shape of spec/cli.md "``--json`` output of a slash command"."""
+        return {"session_id": session_id, "command": self.command, "ok": self.ok,
+                "result": self.result, "error": self.error}
+
+
+@dataclass(frozen=True)
+class Command:
+    """A built-in command: its name, usage line, summary and handler."""
+
+    name: str
+    usage: str
+    summary: str
+    handler: Callable[[Any, str, str], SlashResult] = field(repr=False)
+
+
+def _failed(line: str, code: str, message: str) -> SlashResult:
+    return SlashResult(command=line, ok=False, error={"code": code, "message": message}, text=message)
+
+
+def _json_block(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+
+
+# ---------------------------------------------------------------------------- handlers
+
+
+def _help(runner: Any, rest: str, line: str) -> SlashResult:
+    tokens, _ = split_tokens(rest, 1)
+    if tokens:
+        name = tokens[0].lstrip("/")
+        cmd = COMMANDS.get(name)
+        if cmd is None:
+            raise SlashCommandError(f"unknown command /{name}; /help lists commands", usage=COMMANDS["help"].usage)
+        return SlashResult(command=line, result={"usage": cmd.usage, "summary": cmd.summary},
+                           text=f"{cmd.usage}\n  {cmd.summary}")
+    rows = [{"usage": c.usage, "summary": c.summary} for c in COMMANDS.values()]
+    width = max(len(r["usage"]) for r in rows)
+    text = "\n".join(f"{r['usage']:<{width}}  {r['summary']}" for r in rows)
+    text += "\n\nA line that does not start with / is a prompt; //text sends the prompt /text."
+    return SlashResult(command=line, result={"commands": rows}, text=text)
+
+
+def _estimate_tokens(runner: Any) -> int:
+    chars = len(runner.system_prompt)
+    chars += sum(len(m.model_dump_json()) for m in runner.session.messages)
+    chars += sum(len(json.dumps(s.parameters)) + len(s.description) for s in runner.tools.specs())
+    return (chars + 3) // 4
+
+
+def _context(runner: Any, rest: str, line: str) -> SlashResult:
+    tokens, remainder = split_tokens(rest, 1, rest=True)
+    sub = tokens[0] if tokens else ""
+    if sub == "loop":
+        if remainder:
+            raise SlashCommandError("/context loop takes no arguments", usage="/context loop")
+        return _context_loop(runner, line)
+    if sub == "task":
+        return _failed(line, "TASK_STATE_DISABLED",
+                       "task state is not enabled; set \"task_state\": {\"enabled\": true} in the config "
+                       "(`amos config path` shows where) to use /context task")
+    if sub == "evidence":
+        return _failed(line, "EVIDENCE_DISABLED",
+                       "evidence is not enabled; set \"evidence\": {\"enabled\": true} in the config "
+                       "(`amos config path` shows where) to use /context evidence")
+    if sub:
+        raise SlashCommandError(f"unknown /context section {sub!r}",
+                                usage="/context [loop | task … | evidence …]")
+    config = runner.config
+    window = (config.context.window_tokens if config else None) or DEFAULT_WINDOW_TOKENS
+    estimate = _estimate_tokens(runner)
+    usage = runner.session.usage.model_dump()
+    diag = runner.get_loop_diagnostics()
+    data = {
+        "model": runner.model_spec,
+        "workspace": str(runner.workspace),
+        "messages": len(runner.session.messages),
+        "context": {"estimated_tokens": estimate, "window_tokens": window,
+                    "fraction": round(estimate / window, 4)},
+        "usage": usage,
+        "loop": {"phase": diag.phase, "reason": diag.reason} if diag else None,
+        "last_verdict": runner.session.last_stop.verdict if runner.session.last_stop else None,
+        "task_state": {"enabled": bool(config and config.task_state.enabled)},
+        "evidence": {"enabled": bool(config and config.evidence.enabled)},
+    }
+    text = (f"model {data['model']}  ·  workspace {data['workspace']}\n"
+            f"context ~{estimate} / {window} tokens ({estimate * 100 // window}%), {data['messages']} messages\n"
+            f"usage {usage['input_tokens']} in + {usage['output_tokens']} out tokens over "
+            f"{usage['model_calls']} model calls\n"
+            f"loop {data['loop']['phase'] + ' (' + str(data['loop']['reason']) + ')' if diag else 'no run yet'}"
+            f"  ·  last verdict {data['last_verdict'] or '-'}")
+    return SlashResult(command=line, result=data, text=text)
+
+
+def _context_loop(runner: Any, line: str) -> SlashResult:
+    diag = runner.get_loop_diagnostics()
+    if diag is None:
+        return SlashResult(command=line, result=None, text="no run yet in this session: no loop diagnostics")
+    data = diag.model_dump(mode="json")
+    limit = diag.max_recovery_attempts if diag.max_recovery_attempts is not None else "-"
+    summary = (f"phase {diag.phase}  ·  stopping reason {diag.reason or '-'}  ·  "
+               f"recovery {diag.recovery_attempts}/{limit}  ·  iterations {diag.iterations}")
+    return SlashResult(command=line, result=data, text=summary + "\n" + _json_block(data))
+
+
+def _not_available(what: str, issue: str) -> Callable[[Any, str, str], SlashResult]:
+    def handler(runner: Any, rest: str, line: str) -> SlashResult:
+        return _failed(line, "NOT_AVAILABLE", f"{what} is not available in this version of amos ({issue})")
+    return handler
+
+
+def _session(runner: Any, rest: str, line: str) -> SlashResult:
+    tokens, remainder = split_tokens(rest, 1, rest=True)
+    sub = tokens[0] if tokens else ""
+    if sub == "save":
+        name = remainder.strip() or None
+        if name is not None and (len(name) > 128 or "\n" in name):
+            raise SlashCommandError("NAME must be one line of at most 128 characters", usage="/session save [NAME]")
+        try:
+            path = runner.save(name)
+        except SessionError as exc:
+            return _failed(line, exc.code.upper(), str(exc))
+        return SlashResult(command=line, result={"session_id": runner.session_id, "name": runner.session.name,
+                                                 "path": str(path)},
+                           text=f"saved session {runner.session_id}" + (f" as {name!r}" if name else "")
+                           + f" to {path}")
+    if sub == "list":
+        if remainder:
+            raise SlashCommandError("/session list takes no arguments", usage="/session list")
+        rows = [r.model_dump() for r in runner.store.list()] if runner.store else []
+        text = "\n".join(f"{r['id']}  {r['updated_at'][:19]}  {r['last_verdict'] or '-':<17} "
+                         f"{r['name'] or ''} {r['title'] or ''}".rstrip() for r in rows) or "no saved sessions"
+        return SlashResult(command=line, result={"sessions": rows}, text=text)
+    if sub == "load":
+        target = remainder.strip()
+        if runner.is_running:
+            return _failed(line, "BUSY", "a run is active; wait for it to end or cancel it first")
+        if not target:
+            rows = runner.store.list() if runner.store else []
+            text = "\n".join(f"{r.id}  {r.name or ''} {r.title or ''}".rstrip() for r in rows) or "no saved sessions"
+            return SlashResult(command=line, result={"sessions": [r.model_dump() for r in rows]},
+                               text="choose one with /session load ID:\n" + text)
+        if runner.store is None:
+            return _failed(line, "NO_STORE", "sessions are not saved in this run (--no-save)")
+        try:
+            session_id = runner.store.resolve(target)
+        except SessionError as exc:
+            return _failed(line, exc.code.upper(), str(exc))
+        return SlashResult(command=line, result={"session_id": session_id}, text=f"loading session {session_id}",
+                           action="load_session", action_arg=session_id)
+    if sub in ("checkpoints", "restore"):
+        return _not_available(f"/session {sub}", "checkpoints arrive with the sessions capability")(runner, rest, line)
+    raise SlashCommandError(f"unknown /session subcommand {sub!r}" if sub else "/session needs a subcommand",
+                            usage=COMMANDS["session"].usage)
+
+
+def _model(runner: Any, rest: str, line: str) -> SlashResult:
+    spec = rest.strip()
+    if not spec:
+        return SlashResult(command=line, result={"model": runner.model_spec}, text=f"model {runner.model_spec}")
+    try:
+        runner.set_model(spec)
+    except AmosError as exc:
+        raise SlashCommandError(str(exc), usage=COMMANDS["model"].usage) from None
+    return SlashResult(command=line, result={"model": runner.model_spec}, save=True,
+                       text=f"model for the next run: {runner.model_spec}")
+
+
+def _tools(runner: Any, rest: str, line: str) -> SlashResult:
+    if rest.strip():
+        raise SlashCommandError("/tools takes no arguments", usage="/tools")
+    rows = [{"name": s.name, "effect": runner.tools.effect(s.name), "permission": runner.tools.permission(s.name)}
+            for s in runner.tools.specs()]
+    text = "\n".join(f"{r['name']:<14} {r['effect']:<8} {r['permission']}" for r in rows)
+    return SlashResult(command=line, result={"tools": rows}, text="tool           effect   permission\n" + text)
+
+
+def _policy(runner: Any, rest: str, line: str) -> SlashResult:
+    if rest.strip():
+        raise SlashCommandError("/policy takes no arguments", usage="/policy")
+    config = runner.config
+    s = runner.settings
+    data = {
+        "loop_policy": config.loop_policy.model_dump(mode="json") if config and config.loop_policy else None,
+        "doom_loop": config.doom_loop.model_dump(mode="json") if config and config.doom_loop else None,
+        "verify": s.verify, "max_steps": s.max_steps, "token_budget": s.token_budget, "timeout_s": s.timeout_s,
+        "approvals_owner": s.approvals_owner, "policy_hash": s.policy_hash,
+    }
+    lines = [f"loop policy: {'configured' if data['loop_policy'] else 'none'}",
+             f"doom loop: {'configured' if data['doom_loop'] else 'off'}",
+             f"completion check: {s.verify or 'none'}",
+             f"limits: max_steps {s.max_steps}, token_budget {s.token_budget or '-'}, timeout {s.timeout_s or '-'} s",
+             f"approvals owner: {s.approvals_owner or '- (pauses are WAITING_UNROUTED)'}",
+             _json_block(data)]
+    return SlashResult(command=line, result=data, text="\n".join(lines))
+
+
+def _clear(runner: Any, rest: str, line: str) -> SlashResult:
+    return SlashResult(command=line, result={}, text="", action="clear")
+
+
+def _quit(runner: Any, rest: str, line: str) -> SlashResult:
+    return SlashResult(command=line, result={}, text="bye", action="quit")
+
+
+COMMANDS: dict[str, Command] = {c.name: c for c in [
+    Command("help", "/help [command]", "list commands, or one command's usage", _help),
+    Command("context", "/context [loop | task … | evidence …]",
+            "overview: model, context estimate, usage; /context loop shows loop diagnostics", _context),
+    Command("compact", "/compact [INSTRUCTIONS]", "summarise older turns to free context",
+            _not_available("/compact", "compaction arrives with the context-window capability")),
+    Command("session", "/session save [NAME] | load [ID_OR_NAME] | list | checkpoints | restore N",
+            "save, load or list sessions", _session),
+    Command("model", "/model [PROVIDER:MODEL]", "show or switch the model for the next run", _model),
+    Command("policy", "/policy", "show the loop policy, doom-loop config and limits in force", _policy),
+    Command("tools", "/tools", "tools, their effect and permission", _tools),
+    Command("clear", "/clear", "clear the screen (not the session)", _clear),
+    Command("quit", "/quit", "save (if autosave) and exit", _quit),
+]}
+
+
+def execute_line(runner: Any, line: str) -> SlashResult:
+    """Run one slash-command line against the runner.
+
+    Args:
+        runner: the ``AgentRunner`` (host API only).
+        line: the line as typed, starting with ``/``.
+
+    Returns:
+        The command's result.
+
+    Raises:
+        SlashCommandError: unknown command or bad arguments (usage attached; nothing
+            changed).
+    """
+    parsed = parse_line(line)
+    if parsed.kind != "command":
+        raise SlashCommandError("not a slash command", usage="/help")
+    command = COMMANDS.get(parsed.name or "")
+    if command is None:
+        raise SlashCommandError(f"unknown command /{parsed.name}; /help lists commands", usage="/help [command]",
+                                code="UNKNOWN_COMMAND")
+    return command.handler(runner, parsed.rest, line)
