@@ -1,0 +1,195 @@
+"""``amos config …``: show, check, locate and trust configuration files.
+
+A thin client of :mod:`amos.config` (STYLE.md §1): every command calls the library and
+renders; an :class:`~amos.errors.AmosError` becomes one line on stderr and exit code 2,
+never a traceback (spec/cli.md, "Errors"). The main CLI mounts it with
+``app.add_typer(config_app, name="config")``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from amos import paths
+from amos.config import (
+    config_to_json,
+    default_config,
+    load_config,
+    mask_secrets,
+    read_trusted_projects,
+    trust_project,
+    validate_config_file,
+)
+from amos.errors import AmosError
+
+config_app = typer.Typer(
+    help="Show, validate, locate and trust amos configuration files.",
+    no_args_is_help=True,
+)
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="Config file applied over the user config and a trusted ./amos.json.",
+        show_default=False,
+    ),
+]
+
+
+@contextmanager
+def _command_edge() -> Iterator[None]:
+    """Turn a domain error into one stderr line and exit code 2."""
+    try:
+        yield
+    except (AmosError, OSError) as exc:
+        message = " ".join(str(exc).split())
+        typer.echo(f"error: {message}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _warn(warnings: list[str]) -> None:
+    for warning in warnings:
+        typer.echo(f"warning: {warning}", err=True)
+
+
+def _print_json(data: dict[str, Any]) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+@config_app.command("show")
+def show(
+    defaults: Annotated[
+        bool, typer.Option("--defaults", help="Print the built-in defaults instead.")
+    ] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Print the merged configuration as JSON, secrets masked.
+
+    Layers, later wins: built-in defaults, the user config file,
+    ./amos.json (only when trusted), --config. Warnings (such as an
+    untrusted ./amos.json) go to stderr.
+
+    Examples:
+
+        amos config show
+
+        amos config show --defaults
+
+        amos config show --config ci.json
+    """
+    with _command_edge():
+        if defaults:
+            data = config_to_json(default_config())
+        else:
+            loaded = load_config(config_path=config)
+            _warn(loaded.warnings)
+            data = config_to_json(loaded.config)
+        _print_json(mask_secrets(data))
+
+
+@config_app.command("check")
+def check(
+    path: Annotated[
+        Path | None,
+        typer.Argument(help="File to validate on its own (default: the files in use).",
+                       show_default=False),
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Validate a config file, or every config file in use; print "ok: PATH" lines.
+
+    An invalid file prints one line naming the file, the JSON path of the
+    bad field and what is accepted, and exits 2.
+
+    Examples:
+
+        amos config check
+
+        amos config check ./amos.json
+
+        amos config check --config ci.json
+    """
+    with _command_edge():
+        if path is not None:
+            validate_config_file(path)
+            typer.echo(f"ok: {path}")
+            return
+        loaded = load_config(config_path=config)
+        _warn(loaded.warnings)
+        for source in loaded.sources:
+            typer.echo(f"ok: {source}")
+        if not loaded.sources:
+            typer.echo("ok: no config files in use (built-in defaults)")
+
+
+@config_app.command("path")
+def path_command(config: ConfigOption = None) -> None:
+    """Print the folders and files amos uses, and which config files are in use.
+
+    Folders derive from $AMOS_HOME when set, else the platform's user
+    config and data folders; sessions.directory and evidence.directory
+    move their stores.
+
+    Examples:
+
+        amos config path
+
+        AMOS_HOME=/tmp/amos amos config path
+    """
+    with _command_edge():
+        loaded = load_config(config_path=config)
+        _warn(loaded.warnings)
+        user_file = loaded.user_config_path
+        rows = [
+            ("config dir", str(paths.config_dir())),
+            ("user config", f"{user_file}{'' if user_file.exists() else ' (not created)'}"),
+            ("data dir", str(paths.data_dir())),
+            ("sessions dir", str(paths.sessions_dir(loaded.config))),
+            ("evidence dir", str(paths.evidence_dir(loaded.config))),
+            ("log dir", str(paths.log_dir())),
+            ("commands dir", str(paths.commands_dir())),
+        ]
+        in_use = [str(source) for source in loaded.sources] or ["(none: built-in defaults)"]
+        rows += [("config in use", source) for source in in_use]
+        for label, value in rows:
+            typer.echo(f"{label + ':':<15} {value}")
+
+
+@config_app.command("trust")
+def trust(
+    directory: Annotated[
+        Path | None,
+        typer.Argument(metavar="DIR", help="Project folder (default: the current directory).",
+                       show_default=False),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="Accepted like every subcommand; trust is always "
+                     "recorded in the user config file.", show_default=False),
+    ] = None,
+) -> None:
+    """Trust DIR/amos.json: record its path and SHA-256 in the user config file.
+
+    A project's amos.json can grant tool permissions and run commands, so
+    it is read only once trusted, and only while its content is unchanged:
+    after editing it, trust it again. The file must be a valid config.
+
+    Examples:
+
+        amos config trust
+
+        amos config trust ~/src/myproject
+    """
+    with _command_edge():
+        project = trust_project(directory if directory is not None else Path.cwd())
+        digest = read_trusted_projects().get(str(project), "?")
+        typer.echo(f"trusted: {project}")
+        typer.echo(f"sha256:  {digest}")
+        typer.echo(f"recorded in: {paths.user_config_file()}")
