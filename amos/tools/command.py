@@ -108,33 +108,40 @@ async def _pump(stream: asyncio.StreamReader | None, tail: _Tail) -> None:
 def _group_alive(pgid: int) -> bool:
     """Whether any process of group ``pgid`` is still running (zombies do not count).
 
-    Uses ``/proc`` where it exists (a zombie whose parent never reaps it would
-    otherwise look alive forever); elsewhere probes with ``killpg(pgid, 0)``.
+    ``killpg(pgid, 0)`` settles "no such group". Otherwise, where ``/proc`` lists the
+    group's members, zombies are discounted (an orphan whose new parent never reaps it
+    would look alive forever); when ``/proc`` shows no member at all (another PID
+    namespace), the probe's answer stands.
     """
-    if os.path.isdir("/proc/self"):
-        try:
-            pids = [name for name in os.listdir("/proc") if name.isdigit()]
-        except OSError:
-            pids = []
-        else:
-            for pid in pids:
-                try:
-                    with open(f"/proc/{pid}/stat", "rb") as handle:
-                        stat = handle.read()
-                    fields = stat[stat.rindex(b")") + 2 :].split()
-                    state, pgrp = fields[0], int(fields[2])
-                except (OSError, ValueError, IndexError):
-                    continue
-                if pgrp == pgid and state not in (b"Z", b"X"):
-                    return True
-            return False
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    members = _proc_group_states(pgid)
+    if not members:
+        return True
+    return any(state not in (b"Z", b"X") for state in members)
+
+
+def _proc_group_states(pgid: int) -> list[bytes]:
+    """The ``/proc`` states (``R``, ``S``, ``Z``…) of the members of group ``pgid``."""
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    states: list[bytes] = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                stat = handle.read()
+            fields = stat[stat.rindex(b")") + 2 :].split()
+            if int(fields[2]) == pgid:
+                states.append(fields[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return states
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -143,15 +150,15 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 
 
 async def _stop_group(pgid: int) -> None:
-    """SIGTERM the process group, then SIGKILL whatever is left after ``KILL_GRACE_S``."""
-    if not _group_alive(pgid):
-        return
+    """SIGTERM the process group, then SIGKILL whatever is left after ``KILL_GRACE_S``.
+
+    Both signals are sent whatever the liveness probe says (they are harmless to a
+    group that is gone), so a wrong probe can only cost time, never leave a process.
+    """
     _signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + KILL_GRACE_S
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and _group_alive(pgid):
         await asyncio.sleep(0.05)
-        if not _group_alive(pgid):
-            return
     _signal_group(pgid, signal.SIGKILL)
     deadline = time.monotonic() + KILL_GRACE_S
     while time.monotonic() < deadline and _group_alive(pgid):
