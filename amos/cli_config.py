@@ -17,16 +17,14 @@ from typing import Annotated, Any
 import typer
 
 from amos import paths
-from amos.config import (
-    config_to_json,
-    default_config,
-    load_config,
-    mask_secrets,
-    read_trusted_projects,
-    trust_project,
-    validate_config_file,
-)
 from amos.errors import AmosError
+
+
+def _cfg():
+    """The config module, imported on first use (it is slow to import; --help must stay fast)."""
+    import amos.config
+
+    return amos.config
 
 config_app = typer.Typer(
     help="Show, validate, locate and trust amos configuration files.",
@@ -50,7 +48,7 @@ def _command_edge() -> Iterator[None]:
         yield
     except (AmosError, OSError) as exc:
         message = " ".join(str(exc).split())
-        typer.echo(f"error: {message}", err=True)
+        typer.echo(f"amos: {message}", err=True)
         raise typer.Exit(2) from None
 
 
@@ -86,12 +84,12 @@ def show(
     """
     with _command_edge():
         if defaults:
-            data = config_to_json(default_config())
+            data = _cfg().config_to_json(_cfg().default_config())
         else:
-            loaded = load_config(config_path=config)
+            loaded = _cfg().load_config(config_path=config)
             _warn(loaded.warnings)
-            data = config_to_json(loaded.config)
-        _print_json(mask_secrets(data))
+            data = _cfg().config_to_json(loaded.config)
+        _print_json(_cfg().mask_secrets(data))
 
 
 @config_app.command("check")
@@ -118,10 +116,10 @@ def check(
     """
     with _command_edge():
         if path is not None:
-            validate_config_file(path)
+            _cfg().validate_config_file(path)
             typer.echo(f"ok: {path}")
             return
-        loaded = load_config(config_path=config)
+        loaded = _cfg().load_config(config_path=config)
         _warn(loaded.warnings)
         for source in loaded.sources:
             typer.echo(f"ok: {source}")
@@ -144,7 +142,7 @@ def path_command(config: ConfigOption = None) -> None:
         AMOS_HOME=/tmp/amos amos config path
     """
     with _command_edge():
-        loaded = load_config(config_path=config)
+        loaded = _cfg().load_config(config_path=config)
         _warn(loaded.warnings)
         user_file = loaded.user_config_path
         rows = [
@@ -188,8 +186,8 @@ def trust(
         amos config trust ~/src/myproject
     """
     with _command_edge():
-        project = trust_project(directory if directory is not None else Path.cwd())
-        digest = read_trusted_projects().get(str(project), "?")
+        project = _cfg().trust_project(directory if directory is not None else Path.cwd())
+        digest = _cfg().read_trusted_projects().get(str(project), "?")
         typer.echo(f"trusted: {project}")
         typer.echo(f"sha256:  {digest}")
         typer.echo(f"recorded in: {paths.user_config_file()}")

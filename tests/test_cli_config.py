@@ -49,7 +49,7 @@ def test_bad_config_exits_2_naming_the_field(app, runner, tmp_path):
         assert "Traceback" not in result.output
         assert result.stdout == ""
         assert result.stderr == (
-            f"error: {bad}: loop_policy.max_recovery_attempts: must be at most 1000 (got 5000)\n"
+            f"amos: {bad}: loop_policy.max_recovery_attempts: must be at most 1000 (got 5000)\n"
         )
 
 
@@ -60,17 +60,22 @@ def test_invalid_json_and_missing_file_exit_2(app, runner, tmp_path):
     assert "line 1, column 9" in result.stderr
     result = runner.invoke(app, ["config", "show", "--config", str(tmp_path / "nope.json")])
     assert result.exit_code == 2
-    assert result.stderr == f"error: {tmp_path / 'nope.json'}: no such file\n"
+    assert result.stderr == f"amos: {tmp_path / 'nope.json'}: no such file\n"
 
 
 def test_show_masks_secrets(app, runner, tmp_path, monkeypatch):
     # No config key holds a secret, so simulate one reaching the display path.
-    import amos.cli_config as cli_config
+    import types
 
-    real = cli_config.config_to_json
-    monkeypatch.setattr(
-        cli_config, "config_to_json", lambda c: {**real(c), "extra": {"api_key": "sk-secret"}}
-    )
+    import amos.cli_config as cli_config
+    import amos.config as config_module
+
+    proxy = types.SimpleNamespace(**vars(config_module))
+    proxy.config_to_json = lambda c: {
+        **config_module.config_to_json(c),
+        "extra": {"api_key": "sk-secret"},
+    }
+    monkeypatch.setattr(cli_config, "_cfg", lambda: proxy)
     result = runner.invoke(app, ["config", "show"])
     assert result.exit_code == 0, result.output
     assert "sk-secret" not in result.output
@@ -118,7 +123,7 @@ def test_trust_then_show_picks_up_project_file(app, runner, tmp_path, monkeypatc
 def test_trust_errors_exit_2(app, runner, tmp_path):
     result = runner.invoke(app, ["config", "trust", str(tmp_path)])
     assert result.exit_code == 2
-    assert result.stderr.startswith("error: ") and "no such file" in result.stderr
+    assert result.stderr.startswith("amos: ") and "no such file" in result.stderr
     write(tmp_path / "amos.json", {"workspace": 3})
     result = runner.invoke(app, ["config", "trust", str(tmp_path)])
     assert result.exit_code == 2

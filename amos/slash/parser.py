@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from amos.errors import SlashCommandError
 
-
 _COMMAND = re.compile(r"(\S*)\s*(.*)", re.S)
 
 
