@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from amos.errors import AmosError, SlashCommandError, UsageError
-from amos.events import ApprovalRequested, Notice, RunFinished, TextDelta, ToolCallFinished, ToolCallStarted
+from amos.events import (
+    ApprovalRequested,
+    Notice,
+    RunFinished,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from amos.host import RunOptions, open_runner
 
 log = logging.getLogger("amos")
