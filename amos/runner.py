@@ -13,16 +13,14 @@ Front ends (TUI, CLI, slash commands) call only the public methods of
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from amos.approvals import apply_decisions, call_fingerprint, new_pause, pending_infos
 from amos.context import build_request
 from amos.errors import ProviderError, SessionError
 from amos.events import (
@@ -38,20 +36,14 @@ from amos.events import (
 )
 from amos.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
 from amos.policy.stop import (
-    MAX_OBSERVATIONS,
-    ApprovalInfo,
     LoopDiagnostics,
     LoopObservation,
-    StopFacts,
-    StopReceipt,
-    decide_verdict,
-    phase_for,
 )
 from amos.policy.verifiers import CheckerError, run_command_check
 from amos.providers.base import FinishEvent, Provider, TextDeltaEvent, ToolCallEvent
+from amos.receipts import build_receipt
 from amos.sessions import (
     ExecutionRecord,
-    HeldCall,
     PendingApproval,
     Session,
     SessionStore,
@@ -119,11 +111,6 @@ class _Execution:
     def stop(self, cause: str, reason: str, detail: str, condition: dict[str, Any] | None = None) -> None:
         if self.cause is None:
             self.cause, self.reason, self.detail, self.stop_condition = cause, reason, detail, condition
-
-
-def _fingerprint(call: ToolCallPart) -> str:
-    body = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False) if call.raw_arguments is None else call.raw_arguments
-    return hashlib.sha256(f"{call.tool_name}\n{body}".encode()).hexdigest()
 
 
 class AgentRunner:
@@ -243,7 +230,7 @@ class AgentRunner:
         pending = self.session.pending
         if pending is None:
             raise SessionError("not_waiting", f"session {self.session.id} is not waiting for an approval")
-        self._apply_decisions(pending, approve, deny or {}, approve_all)
+        apply_decisions(pending, self.session.id, approve, deny or {}, approve_all)
         record = pending.execution.model_copy(deep=True)
         ex = _Execution(record=record, resumed=True, usage_at_start=record.usage.model_copy())
         return self._drive(ex, lambda: self._continue_held(ex, pending))
@@ -499,7 +486,7 @@ class AgentRunner:
                     f"denied: tool {call.tool_name} is set to deny (tools.permissions.{call.tool_name})"))
                 continue
             if permission == "ask":
-                fp = _fingerprint(call)
+                fp = call_fingerprint(call)
                 if fp in ex.record.denied:
                     await self._flush_reads(ex, reads)
                     self._record_outcome(ex, call, self.tools.outcome_for(
@@ -569,13 +556,11 @@ class AgentRunner:
             self._approvals.pop(call.call_id, None)
 
     def _pause(self, ex: _Execution, held_calls: list[ToolCallPart]) -> None:
-        held = [HeldCall(call=c, needs_approval=self.tools.permission(c.tool_name) == "ask"
-                         and _fingerprint(c) not in ex.record.denied)
-                for c in held_calls]
-        deadline = (datetime.now(UTC) + timedelta(seconds=self.settings.approvals_deadline_s)).isoformat(
-            timespec="seconds")
-        ex.pending = PendingApproval(execution=ex.record, held=held, owner=self.settings.approvals_owner,
-                                     deadline=deadline)
+        def needs(call: ToolCallPart) -> bool:
+            return self.tools.permission(call.tool_name) == "ask" and call_fingerprint(call) not in ex.record.denied
+
+        ex.pending = new_pause(ex.record, held_calls, needs, owner=self.settings.approvals_owner,
+                               deadline_s=self.settings.approvals_deadline_s)
         first = ex.pending.undecided()[0]
         ex.stop("approval_required", "approval_pending",
                 f"{first.call.tool_name} ({first.call.call_id}) needs approval; "
@@ -631,61 +616,18 @@ class AgentRunner:
         self._emit(ex, Notice(level="warning", text=f"{len(pending.held)} held call(s) were dropped unrun: "
                                                     "a new prompt replaced the pending approval"))
 
-    def _apply_decisions(self, pending: PendingApproval, approve: Iterable[str],
-                         deny: Mapping[str, str | None], approve_all: bool) -> None:
-        by_id = {h.call.call_id: h for h in pending.held if h.needs_approval}
-        wanted = list(approve) + list(deny)
-        unknown = [c for c in wanted if c not in by_id]
-        if unknown:
-            listed = ", ".join(by_id) or "none"
-            raise SessionError("bad_decision", f"call {unknown[0]!r} is not pending in session {self.session.id} "
-                                               f"(pending: {listed})")
-        for call_id in approve:
-            by_id[call_id].decision, by_id[call_id].reason = "approve", None
-        for call_id, reason in deny.items():
-            by_id[call_id].decision, by_id[call_id].reason = "deny", reason
-        if approve_all:
-            for held in pending.undecided():
-                held.decision = "approve"
-
     # ------------------------------------------------------------------ finishing
 
     def _finish(self, ex: _Execution) -> None:
         self._close_open_calls(ex)
         rec = ex.record
-        ended = utc_now()
-        approval = None
-        pending_infos: list[ApprovalInfo] = []
         if ex.pending is not None:
             self.session.pending = ex.pending
-            for held in ex.pending.undecided():
-                pending_infos.append(ApprovalInfo(
-                    call_id=held.call.call_id, tool=held.call.tool_name, owner=ex.pending.owner,
-                    deadline=ex.pending.deadline, resume_token=ex.pending.token(self.session.id, held.call.call_id)))
-            approval = pending_infos[0] if pending_infos else None
-        facts = StopFacts(
-            completion_configured=bool(self.settings.verify),
-            completion_confirmed=rec.completion.complete if rec.completion else None,
-            approval_routed=bool(approval and approval.owner and approval.deadline and approval.resume_token),
-            effect_succeeded=rec.effect_succeeded,
-            reason=ex.reason,
-        )
-        verdict = decide_verdict(ex.cause, facts)
-        receipt = StopReceipt(
-            verdict=verdict, cause=ex.cause, reason=ex.reason or "unrecorded",
-            detail=ex.detail or "no stop cause was recorded", execution_id=rec.execution_id, steps=rec.steps,
-            tool_call_count=len(rec.tool_calls), usage=rec.usage.model_copy(), completion=rec.completion,
-            approval=approval, pending_approvals=pending_infos, stop_condition=ex.stop_condition,
-            policy=self.settings.policy_hash, started_at=rec.started_at, ended_at=ended)
-        loop = LoopDiagnostics(
-            phase=phase_for(verdict), execution_id=rec.execution_id, iterations=rec.steps, reason=receipt.reason,
-            status="completed" if rec.completion and rec.completion.complete and verdict == "VERIFIED_COMPLETE"
-            else None,
-            max_recovery_attempts=self.settings.max_recovery_attempts, completion=rec.completion,
-            tracked={"observations": len(rec.observations), "max_tracked": None},
-            observations=rec.observations[-MAX_OBSERVATIONS:],
-            observations_truncated=len(rec.observations) > MAX_OBSERVATIONS,
-            policy_enabled=self.settings.loop_policy_enabled)
+        receipt, loop = build_receipt(
+            rec, cause=ex.cause, reason=ex.reason, detail=ex.detail, stop_condition=ex.stop_condition,
+            pending=pending_infos(ex.pending, self.session.id), completion_configured=bool(self.settings.verify),
+            policy_hash=self.settings.policy_hash, policy_enabled=self.settings.loop_policy_enabled,
+            max_recovery_attempts=self.settings.max_recovery_attempts)
         self.session.loop = loop
         self.session.last_stop = receipt
         self.session.usage.add(Usage(

@@ -1,0 +1,93 @@
+"""Approvals that pause a run (spec/stop-receipts.md "Approvals that pause a run").
+
+Pure helpers over :class:`~amos.sessions.PendingApproval`: building a pause from the
+held calls of a turn, applying a person's decisions, and listing what is pending.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+
+from amos.errors import SessionError
+from amos.messages import ToolCallPart
+from amos.policy.stop import ApprovalInfo
+from amos.sessions import ExecutionRecord, HeldCall, PendingApproval
+
+
+def call_fingerprint(call: ToolCallPart) -> str:
+    """Identity of a call (tool + arguments) for "never ask the same question twice".
+
+    Returns:
+        SHA-256 hex of ``tool_name + "\\n" + sorted-key JSON of the arguments`` (the raw
+        argument string when it was not valid JSON).
+    """
+    if call.raw_arguments is None:
+        body = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
+    else:
+        body = call.raw_arguments
+    return hashlib.sha256(f"{call.tool_name}\n{body}".encode()).hexdigest()
+
+
+def new_pause(
+    record: ExecutionRecord,
+    held_calls: list[ToolCallPart],
+    needs_approval: Callable[[ToolCallPart], bool],
+    *,
+    owner: str | None,
+    deadline_s: float,
+) -> PendingApproval:
+    """A pause holding ``held_calls`` (the first one needing a decision and every later call).
+
+    Args:
+        record: the execution being paused (saved with the pause).
+        held_calls: the calls of the turn not run yet, in order.
+        needs_approval: whether a person must decide a call before it runs.
+        owner: ``approvals.owner`` (None → the pause is unrouted).
+        deadline_s: how long the approval may wait (seconds).
+    """
+    held = [HeldCall(call=c, needs_approval=needs_approval(c)) for c in held_calls]
+    deadline = (datetime.now(UTC) + timedelta(seconds=deadline_s)).isoformat(timespec="seconds")
+    return PendingApproval(execution=record, held=held, owner=owner, deadline=deadline)
+
+
+def apply_decisions(
+    pending: PendingApproval,
+    session_id: str,
+    approve: Iterable[str],
+    deny: Mapping[str, str | None],
+    approve_all: bool,
+) -> None:
+    """Record decisions on held calls (in place).
+
+    Raises:
+        SessionError: ``bad_decision`` naming a call id that is not pending in this
+            pause (nothing is changed then).
+    """
+    by_id = {h.call.call_id: h for h in pending.held if h.needs_approval}
+    approve = list(approve)
+    unknown = [c for c in [*approve, *deny] if c not in by_id]
+    if unknown:
+        listed = ", ".join(by_id) or "none"
+        raise SessionError("bad_decision",
+                           f"call {unknown[0]!r} is not pending in session {session_id} (pending: {listed})")
+    for call_id in approve:
+        by_id[call_id].decision, by_id[call_id].reason = "approve", None
+    for call_id, reason in deny.items():
+        by_id[call_id].decision, by_id[call_id].reason = "deny", reason
+    if approve_all:
+        for held in pending.undecided():
+            held.decision = "approve"
+
+
+def pending_infos(pending: PendingApproval | None, session_id: str) -> list[ApprovalInfo]:
+    """The undecided held calls as receipt ``pending_approvals`` entries, in order."""
+    if pending is None:
+        return []
+    return [
+        ApprovalInfo(call_id=h.call.call_id, tool=h.call.tool_name, owner=pending.owner,
+                     deadline=pending.deadline, resume_token=pending.token(session_id, h.call.call_id))
+        for h in pending.undecided()
+    ]
