@@ -128,6 +128,30 @@ def _policy_hash(config: Any) -> str:
     return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()
 
 
+def remembered_base_url(url: str | None) -> str | None:
+    """``url`` as a session may remember it: without a password or secret-looking query.
+
+    A base URL can carry credentials (``https://user:pass@proxy/v1``,
+    ``?api_key=…``); those never reach a session file (DESIGN.md "Storage"), so a
+    resumed session needs ``--base-url`` again to use them.
+    """
+    if not url:
+        return url
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if parts.password is not None:
+            host = netloc.rsplit("@", 1)[1]
+            netloc = f"{parts.username}@{host}" if parts.username else host
+        query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                           if not any(w in k.lower() for w in ("key", "token", "secret", "sig", "auth", "pass"))])
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:
+        return None
+
+
 def _key_variables(config: Any) -> set[str]:
     names = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"}
     for pconf in (config.providers.openai, config.providers.anthropic, config.providers.google,
@@ -250,7 +274,7 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
         )
         session.host = HostSettings(
             model=model,
-            base_url=base_url,
+            base_url=remembered_base_url(base_url),
             workspace=str(workspace),
             config_path=str((cwd / options.config_path).resolve()) if options.config_path else host.config_path,
             verify=verify,
