@@ -1,6 +1,8 @@
-"""Typed configuration: pydantic models of the config file, and loading, merging, trust.
+"""Typed configuration: loading, merging, error messages, project trust and masking.
 
-The file format is spec/config.md. Layers, later wins: built-in defaults < the user
+The file format is spec/config.md; its pydantic models and value types are in
+:mod:`amos.config_models`, and every public name there is re-exported here, so callers
+import everything from ``amos.config``. Layers, later wins: built-in defaults < the user
 config file (``paths.user_config_file()``) < ``<cwd>/amos.json`` when trusted
 (spec/cli.md, "Project config trust") < ``--config PATH`` < command-line flags.
 Objects merge key by key; any other value, ``null`` included, replaces.
@@ -21,463 +23,53 @@ import tempfile
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
-from urllib.parse import urlsplit
+from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    PlainSerializer,
-    PlainValidator,
-    ValidationError,
-    field_validator,
-)
+from pydantic import BaseModel, ValidationError
 
 from amos import paths
+from amos.config_models import (
+    PROVIDERS,
+    AmosConfig,
+    AnthropicProviderConfig,
+    ApprovalsConfig,
+    BaseUrl,
+    CompletionConfig,
+    ConfigPath,
+    ContextConfig,
+    DoomLoopConfig,
+    DoomLoopEscalationConfig,
+    DoomLoopLadderConfig,
+    DoomLoopTextConfig,
+    EnvName,
+    EvidenceConfig,
+    EvidenceScopeConfig,
+    GoogleProviderConfig,
+    LoopPolicyConfig,
+    ModelString,
+    NonNegInt,
+    OpenAICompatibleProviderConfig,
+    OpenAIProviderConfig,
+    Permission,
+    PosInt,
+    ProgressConfig,
+    ProviderConfig,
+    ProvidersConfig,
+    RunConfig,
+    Rung,
+    Seconds,
+    SessionsConfig,
+    TaskStateConfig,
+    Text,
+    Threshold,
+    ToolName,
+    ToolsConfig,
+    UiConfig,
+    config_to_json,
+    default_config,
+    parse_model,
+)
 from amos.errors import ConfigError
-
-PROVIDERS = ("openai", "anthropic", "google", "openai-compatible", "scripted")
-"""Provider names accepted before the first colon of a model string."""
-
-# --------------------------------------------------------------------------- value types
-
-
-def _split_model(value: str) -> tuple[str, str]:
-    provider, sep, model = value.partition(":")
-    if not sep or provider not in PROVIDERS or not model:
-        raise ValueError(
-            f"must be PROVIDER:MODEL with PROVIDER one of {', '.join(PROVIDERS)} "
-            "and a non-empty MODEL (e.g. openai:gpt-4o-mini, scripted:PATH)"
-        )
-    return provider, model
-
-
-def parse_model(value: str) -> tuple[str, str]:
-    """Split a model string at its first colon: ``"openai-compatible:qwen2.5:7b"``.
-
-    Returns:
-        ``(provider, model)``, e.g. ``("openai-compatible", "qwen2.5:7b")``.
-
-    Raises:
-        ConfigError: unknown provider, no colon, or an empty model part
-            (spec/cli.md, "Options").
-    """
-    try:
-        return _split_model(value)
-    except ValueError as exc:
-        raise ConfigError(f"{exc} (got {json.dumps(value)})", json_path="model") from None
-
-
-def _check_model(value: str) -> str:
-    _split_model(value)
-    return value
-
-
-def _check_url(value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError("must be an http:// or https:// URL")
-    return value
-
-
-def _check_env_name(value: str) -> str:
-    if not value or not (value[0].isalpha() or value[0] == "_") or not all(
-        c.isalnum() or c == "_" for c in value
-    ) or not value.isascii():
-        raise ValueError("must be an environment variable name (letters, digits, _)")
-    return value
-
-
-def _check_rung(value: Any) -> int | bool:
-    if value is False:
-        return False
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError("must be false or an integer of at least 1")
-    return value
-
-
-def _check_sha256(value: str) -> str:
-    if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
-        raise ValueError("must be a SHA-256 digest (64 lowercase hex digits)")
-    return value
-
-
-def _check_absolute(value: str) -> str:
-    if not Path(value).is_absolute():
-        raise ValueError("must be an absolute path")
-    return value
-
-
-def _compact_number(value: float) -> float | int:
-    return int(value) if float(value).is_integer() else value
-
-
-PosInt = Annotated[int, Field(ge=1)]
-NonNegInt = Annotated[int, Field(ge=0)]
-Threshold = Annotated[int, Field(ge=1, le=1000)]
-Seconds = Annotated[
-    float, Field(gt=0, allow_inf_nan=False), PlainSerializer(_compact_number, when_used="json")
-]
-Text = Annotated[str, Field(min_length=1)]
-ToolName = Annotated[str, Field(min_length=1, max_length=256)]
-ModelString = Annotated[str, AfterValidator(_check_model)]
-BaseUrl = Annotated[str, AfterValidator(_check_url)]
-EnvName = Annotated[str, AfterValidator(_check_env_name)]
-Rung = Annotated[int | Literal[False], PlainValidator(_check_rung)]
-Permission = Literal["allow", "ask", "deny"]
-ConfigPath = Annotated[Path, Field(strict=False)]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
-
-
-# --------------------------------------------------------------------------- models
-
-
-class ProviderConfig(_Model):
-    """Settings shared by every API provider."""
-
-    api_key_env: EnvName | None = None
-    """Name of the environment variable holding the API key (never the key itself)."""
-    base_url: BaseUrl | None = None
-    """API base URL (local servers, proxies); null uses the SDK's default."""
-    max_retries: NonNegInt = 2
-    """Retries the official SDK makes on transient errors."""
-    timeout_s: Seconds = 600
-    """Per-request timeout, seconds."""
-
-
-class OpenAIProviderConfig(ProviderConfig):
-    """The ``openai`` provider."""
-
-    api_key_env: EnvName | None = "OPENAI_API_KEY"
-    """Name of the environment variable holding the OpenAI API key."""
-
-
-class AnthropicProviderConfig(ProviderConfig):
-    """The ``anthropic`` provider."""
-
-    api_key_env: EnvName | None = "ANTHROPIC_API_KEY"
-    """Name of the environment variable holding the Anthropic API key."""
-    max_tokens: PosInt = 8192
-    """Output cap per model call, tokens (Anthropic requires one)."""
-
-
-class GoogleProviderConfig(ProviderConfig):
-    """The ``google`` provider (``GOOGLE_API_KEY`` is tried after this variable)."""
-
-    api_key_env: EnvName | None = "GEMINI_API_KEY"
-    """Name of the environment variable holding the Gemini API key."""
-
-
-class OpenAICompatibleProviderConfig(ProviderConfig):
-    """The ``openai-compatible`` provider (Ollama, llama.cpp, vLLM)."""
-
-    base_url: BaseUrl | None = "http://localhost:11434/v1"
-    """Server base URL; the default is a local Ollama."""
-
-
-class ProvidersConfig(_Model):
-    """One entry per API provider."""
-
-    openai: OpenAIProviderConfig = Field(default_factory=OpenAIProviderConfig)
-    """OpenAI."""
-    anthropic: AnthropicProviderConfig = Field(default_factory=AnthropicProviderConfig)
-    """Anthropic."""
-    google: GoogleProviderConfig = Field(default_factory=GoogleProviderConfig)
-    """Google Gemini."""
-    openai_compatible: OpenAICompatibleProviderConfig = Field(
-        default_factory=OpenAICompatibleProviderConfig, alias="openai-compatible"
-    )
-    """Any server speaking the OpenAI chat API."""
-
-
-def _default_permissions() -> dict[str, Permission]:
-    return {
-        "read_file": "allow", "list_dir": "allow", "search_text": "allow",
-        "write_file": "ask", "edit_file": "ask", "run_command": "ask",
-    }
-
-
-class ToolsConfig(_Model):
-    """Built-in tools: permissions and output limits."""
-
-    permissions: dict[ToolName, Permission] = Field(default_factory=_default_permissions)
-    """Tool name to ``allow``, ``ask`` or ``deny``; tools not listed ask."""
-    command_timeout_s: Seconds = 120
-    """Time limit of one ``run_command``, seconds."""
-    max_output_bytes: PosInt = 65536
-    """What the model sees of one unprojected tool result, bytes (the rest is cut)."""
-
-
-class ApprovalsConfig(_Model):
-    """Pending tool approvals (WAITING runs)."""
-
-    owner: Text | None = None
-    """Who may approve; null means the local user."""
-    deadline_s: Seconds = 86400
-    """How long a pending approval stays valid, seconds."""
-
-
-class RunConfig(_Model):
-    """Limits of one run."""
-
-    max_steps: PosInt = 20
-    """Model calls per run."""
-    token_budget: PosInt | None = None
-    """Input + output tokens per run; null is unlimited."""
-    timeout_s: Seconds | None = None
-    """Wall-clock limit of one run, seconds; null is unlimited."""
-
-
-class ContextConfig(_Model):
-    """How much history each model request carries."""
-
-    window_tokens: PosInt | None = None
-    """Context window, tokens; null takes the model's known window, else 32,000."""
-    compact_at: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.8
-    """Fraction of the window, in (0, 1], at which older turns are compacted."""
-    keep_recent_turns: NonNegInt = 4
-    """Turns never compacted."""
-
-
-class CompletionConfig(_Model):
-    """Completion checks; every configured kind must confirm (spec/config.md)."""
-
-    command: Text | None = None
-    """Shell command run in the workspace; complete only when it exits 0 (``--verify``)."""
-    timeout_s: Seconds = 120
-    """Time limit of the command, seconds; past it is a checker error."""
-    files: list[Text] = Field(default_factory=list)
-    """Files (relative to the workspace) that must exist."""
-    require_tools: list[ToolName] = Field(default_factory=list)
-    """Tools that must have been observed succeeding."""
-    python: Text | None = None
-    """Python checker, ``module:function``."""
-
-
-class ProgressConfig(_Model):
-    """How to compute the host progress key."""
-
-    command: Text | None = None
-    """Shell command whose output is the progress key."""
-    python: Text | None = None
-    """Python function, ``module:function``, returning the progress key."""
-
-
-class LoopPolicyConfig(_Model):
-    """Bounded recovery, admission and completion (seeds/loop-policy-bounded-recovery)."""
-
-    max_recovery_attempts: Annotated[int, Field(ge=0, le=1000)] = 2
-    """Recovery turns after failures or false completions, 0 to 1000."""
-    max_repeated_reads: Threshold = 2
-    """Identical reads admitted before refusing, 1 to 1000."""
-    max_unchanged_progress: Threshold = 3
-    """Rounds with an unchanged progress key before stopping, 1 to 1000."""
-    max_tracked: Threshold = 1000
-    """Distinct actions tracked for admission, 1 to 1000."""
-    read_only_tools: Annotated[list[ToolName], Field(max_length=100)] | None = None
-    """Restricts read treatment to these tools (each must declare effect ``read``)."""
-    completion: CompletionConfig | None = None
-    """Completion verifier; null means none."""
-    progress: ProgressConfig | None = None
-    """Progress key; null means none."""
-    checker_timeout_s: Seconds = 30
-    """Time limit of a Python checker or progress key, seconds."""
-
-
-class DoomLoopLadderConfig(_Model):
-    """Streak thresholds of each rung: ``false`` (off) or an integer of at least 1."""
-
-    observe: Rung = 2
-    """Record a diagnostic."""
-    steer: Rung = False
-    """Tell the model it is repeating itself."""
-    escalate: Rung = False
-    """Use the escalation model for the next turn."""
-    block: Rung = 3
-    """Refuse the repeated tool call."""
-    stop: Rung = 6
-    """End the run (STUCK)."""
-
-
-class DoomLoopTextConfig(_Model):
-    """Repetition detection in assistant text (``true``/``false`` or this object)."""
-
-    enabled: bool = True
-    """Detect repeated text."""
-    max_period_tokens: PosInt = 16
-    """Longest repeated block looked for, tokens."""
-    min_repeats: PosInt = 4
-    """Consecutive copies needed."""
-    min_covered_tokens: PosInt = 12
-    """Tokens the copies must cover."""
-    max_window_tokens: PosInt = 400
-    """Tail of the text examined, tokens."""
-
-
-class DoomLoopEscalationConfig(_Model):
-    """What the ``escalate`` rung switches to."""
-
-    model: ModelString
-    """Model string used for the next turn, e.g. ``anthropic:claude-opus-4-1``."""
-    max_escalations: Annotated[int, Field(ge=1, le=1000)] = 2
-    """Escalations per run."""
-
-
-class DoomLoopConfig(_Model):
-    """Doom-loop detection (spec/doom-loop-behaviour.md §1)."""
-
-    ladder: DoomLoopLadderConfig = Field(default_factory=DoomLoopLadderConfig)
-    """Which rung fires at which streak."""
-    text: DoomLoopTextConfig = Field(default_factory=DoomLoopTextConfig)
-    """Text repetition detection; ``false`` disables it."""
-    escalation: DoomLoopEscalationConfig | None = None
-    """Escalation mechanism; null means none."""
-
-    @field_validator("text", mode="before")
-    @classmethod
-    def _text_bool(cls, value: Any) -> Any:
-        if isinstance(value, bool):
-            return {"enabled": value}
-        if not isinstance(value, dict | DoomLoopTextConfig):
-            raise ValueError("must be true, false or an object")
-        return value
-
-
-class EvidenceScopeConfig(_Model):
-    """Who owns the evidence records."""
-
-    owner_id: Text | None = None
-    """Owner; null means the local user name."""
-    tenant_id: Text | None = None
-    """Tenant; null means none."""
-    namespace: Text | None = None
-    """Namespace; null means ``default``."""
-
-
-class EvidenceConfig(_Model):
-    """Durable tool evidence (seeds/durable-tool-evidence)."""
-
-    enabled: bool = False
-    """Store full tool results as evidence records."""
-    directory: ConfigPath | None = None
-    """Evidence store; null means ``<data>/evidence``."""
-    scope: EvidenceScopeConfig = Field(default_factory=EvidenceScopeConfig)
-    """Owner, tenant and namespace of the records."""
-    project_threshold_bytes: NonNegInt = 8192
-    """Results larger than this reach the model as a projection, bytes."""
-    max_record_bytes: PosInt = 8388608
-    """Largest record stored, bytes."""
-    max_records: PosInt = 100000
-    """Records kept per scope."""
-    ttl_days: PosInt | None = None
-    """Records older than this may be pruned, days; null keeps them."""
-
-
-class TaskStateConfig(_Model):
-    """Host-owned task notes (seeds/protected-task-state)."""
-
-    enabled: bool = False
-    """Keep a task-state notebook."""
-    task_id: Text | None = None
-    """Task id; null means the session id."""
-    owner_id: Text | None = None
-    """Owner; null means the local user name (must match the evidence owner)."""
-    namespace: Text | None = None
-    """Namespace; null means ``default``."""
-    tenant_id: Text | None = None
-    """Tenant; null means none."""
-    association: Text | None = None
-    """Stable host workflow id the notebook is bound to."""
-    max_entries: PosInt = 100
-    """Notes, proposals and receipts kept."""
-    max_prompt_tokens: PosInt = 8000
-    """Size of the task view in each request, tokens."""
-    max_snapshot_bytes: PosInt = 262144
-    """Size of the saved notebook, bytes."""
-
-
-class SessionsConfig(_Model):
-    """The session store."""
-
-    directory: ConfigPath | None = None
-    """Session store; null means ``<data>/sessions``."""
-    autosave: bool = True
-    """Save the session after every run."""
-    max_checkpoints: PosInt = 20
-    """Checkpoints kept per session."""
-
-
-class UiConfig(_Model):
-    """The TUI."""
-
-    theme: Text = "textual-dark"
-    """Textual theme name."""
-    show_cost: bool = True
-    """Show token usage and cost."""
-
-
-class AmosConfig(_Model):
-    """The whole config file (spec/config.md)."""
-
-    model: ModelString | None = None
-    """``PROVIDER:MODEL``; null means none chosen (spec/cli.md, "Choosing the model")."""
-    providers: ProvidersConfig = Field(default_factory=ProvidersConfig)
-    """Per-provider settings."""
-    system_prompt: str | None = None
-    """Replaces the built-in system prompt; null keeps it."""
-    workspace: ConfigPath = Path(".")
-    """Root the file tools are confined to, and where commands run."""
-    tools: ToolsConfig = Field(default_factory=ToolsConfig)
-    """Tool permissions and limits."""
-    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
-    """Pending approvals."""
-    run: RunConfig = Field(default_factory=RunConfig)
-    """Limits of one run."""
-    context: ContextConfig = Field(default_factory=ContextConfig)
-    """Request context size."""
-    loop_policy: LoopPolicyConfig | None = None
-    """Bounded recovery and completion; null means no policy."""
-    doom_loop: DoomLoopConfig | None = None
-    """Doom-loop detection: null/false off, true the defaults, or an object."""
-    evidence: EvidenceConfig = Field(default_factory=EvidenceConfig)
-    """Durable tool evidence."""
-    task_state: TaskStateConfig = Field(default_factory=TaskStateConfig)
-    """Task-state notebook."""
-    sessions: SessionsConfig = Field(default_factory=SessionsConfig)
-    """Session store."""
-    ui: UiConfig = Field(default_factory=UiConfig)
-    """TUI settings."""
-    trusted_projects: dict[
-        Annotated[str, AfterValidator(_check_absolute)], Annotated[str, AfterValidator(_check_sha256)]
-    ] = Field(default_factory=dict)
-    """Absolute path of a project's amos.json to its SHA-256; read only from the user config."""
-
-    @field_validator("doom_loop", mode="before")
-    @classmethod
-    def _doom_bool(cls, value: Any) -> Any:
-        if value is None or value is False:
-            return None
-        if value is True:
-            return {}
-        if not isinstance(value, dict | DoomLoopConfig):
-            raise ValueError("must be null, false, true or an object")
-        return value
-
-
-def default_config() -> AmosConfig:
-    """The built-in defaults (what ``amos config show --defaults`` prints)."""
-    return AmosConfig()
-
-
-def config_to_json(config: AmosConfig) -> dict[str, Any]:
-    """``config`` as JSON-ready data with the keys of the file (``openai-compatible``)."""
-    return config.model_dump(mode="json", by_alias=True)
-
 
 # --------------------------------------------------------------------------- errors
 
@@ -951,3 +543,19 @@ def mask_secrets(data: dict[str, Any]) -> dict[str, Any]:
         return out
 
     return walk(data)
+
+
+__all__ = [
+    # re-exported from amos.config_models
+    "PROVIDERS", "parse_model", "PosInt", "NonNegInt", "Threshold", "Seconds", "Text", "ToolName",
+    "ModelString", "BaseUrl", "EnvName", "Rung", "Permission", "ConfigPath", "ProviderConfig",
+    "OpenAIProviderConfig", "AnthropicProviderConfig", "GoogleProviderConfig",
+    "OpenAICompatibleProviderConfig", "ProvidersConfig", "ToolsConfig", "ApprovalsConfig",
+    "RunConfig", "ContextConfig", "CompletionConfig", "ProgressConfig", "LoopPolicyConfig",
+    "DoomLoopLadderConfig", "DoomLoopTextConfig", "DoomLoopEscalationConfig", "DoomLoopConfig",
+    "EvidenceScopeConfig", "EvidenceConfig", "TaskStateConfig", "SessionsConfig", "UiConfig",
+    "AmosConfig", "default_config", "config_to_json",
+    # defined here
+    "format_validation_error", "validate_config_file", "LoadedConfig", "load_config",
+    "read_trusted_projects", "trust_project", "mask_secrets",
+]
