@@ -1,0 +1,497 @@
+"""The amos TUI: a Textual app over the runner's host API.
+
+Presentation only (DESIGN.md rule 1): the app opens a runner with
+:func:`amos.host.open_runner`, sends prompts with ``AgentRunner.run``, runs slash
+commands with :func:`amos.slash.execute_line`, answers approvals with
+``AgentRunner.answer_approval`` and renders the :mod:`amos.events` it gets back.
+Runs are consumed in a Textual worker so the event loop is never blocked and the
+input stays usable; Ctrl+C (or Esc twice) cancels a run, which then ends with a
+``user_abort`` stop receipt like any other run (spec/stop-receipts.md).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import Input, Static
+
+from amos.errors import AmosError, SlashCommandError
+from amos.events import (
+    ApprovalRequested,
+    Notice,
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    StepStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from amos.host import Opened, RunOptions, open_runner
+from amos.policy.stop import StopReceipt
+from amos.slash import execute_line, parse_line
+from amos.tui.screens.approval import ApprovalAnswer, ApprovalScreen
+from amos.tui.widgets import (
+    assistant,
+    command_output,
+    conversation,
+    notice,
+    prompt_input,
+    receipt,
+    status_bar,
+    tool_line,
+)
+from amos.tui.widgets.conversation import ConversationView
+from amos.tui.widgets.notice import LEVEL_GLYPHS
+from amos.tui.widgets.prompt_input import PromptInput
+from amos.tui.widgets.status_bar import Status, StatusBar
+from amos.tui.widgets.tool_line import call_detail
+
+DOUBLE_ESCAPE_S = 1.0
+"""Two Esc presses within this many seconds cancel a running run."""
+
+BUSY_NOTICE = "a run is active: wait for it to end, or press Ctrl+C (or Esc twice) to cancel it"
+
+
+def demo_banner(workspace: Path) -> str:
+    """The banner shown in the offline demo mode (issue 2, "Model selection")."""
+    return (f"offline demo mode: scripted demo model in a temporary copy of the demo workspace "
+            f"({workspace}); choose a model with --model. Send any prompt (e.g. \"fix the tests\") "
+            f"to watch it work.")
+
+
+class AmosApp(App[int]):
+    """The interactive front end of one runner (one session at a time).
+
+    Args:
+        runner: an opened ``AgentRunner`` (from :func:`amos.host.open_runner`); the app
+            does not close it — :func:`run_tui` does, or the test that opened it.
+        opened: what ``open_runner`` prepared besides the runner (demo mode, warnings).
+        options: the options the runner was opened with; ``/session load`` reopens
+            with them (config, ``--yes``, ``--no-save``). Optional in tests.
+
+    Attributes:
+        runner: the runner in use (``/session load`` replaces it; the replaced one is
+            closed by the app).
+        receipts: stop receipts of the runs finished in this app, oldest first.
+    """
+
+    TITLE = "amos"
+    CSS_PATH = [
+        Path(__file__).with_suffix(".tcss"),
+        conversation.CSS_PATH,
+        assistant.CSS_PATH,
+        command_output.CSS_PATH,
+        tool_line.CSS_PATH,
+        notice.CSS_PATH,
+        receipt.CSS_PATH,
+        prompt_input.CSS_PATH,
+        status_bar.CSS_PATH,
+    ]
+    BINDINGS = [
+        Binding("ctrl+c", "interrupt", "Cancel run", show=False, priority=True),
+        Binding("escape", "escape", "Cancel run (twice)", show=False),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+    ]
+
+    def __init__(self, runner: Any, opened: Opened | None = None, *, options: RunOptions | None = None) -> None:
+        super().__init__()
+        self.runner = runner
+        self.opened = opened or Opened()
+        self.options = options
+        self.receipts: list[StopReceipt] = []
+        self._busy = False
+        self._cancel_pending = False
+        self._state = "idle"
+        self._step = 0
+        self._max_steps = 0
+        self._approval: ApprovalScreen | None = None
+        self._last_escape = 0.0
+        self._notice_transient = True
+        self._quit_requested: bool | None = None
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        """Conversation, notice line, input, status bar (top to bottom)."""
+        yield ConversationView(id="conversation")
+        yield Static("", id="notice-line")
+        yield PromptInput(id="prompt")
+        yield StatusBar(id="status")
+
+    @property
+    def conversation(self) -> ConversationView:
+        """The conversation view."""
+        return self.query_one(ConversationView)
+
+    @property
+    def prompt_input(self) -> PromptInput:
+        """The input line."""
+        return self.query_one(PromptInput)
+
+    @property
+    def busy(self) -> bool:
+        """True from the moment a run is sent until its last event was rendered."""
+        return self._busy
+
+    async def on_mount(self) -> None:
+        """Banner and warnings, the saved transcript, then resume a WAITING session."""
+        conv = self.conversation
+        if self.opened.demo:
+            await conv.add_notice(demo_banner(self.opened.demo_workspace or self.runner.workspace), "banner")
+        for warning in self.opened.warnings:
+            await conv.add_notice(warning, "warning")
+        await self._show_history()
+        self._refresh_status()
+        self.prompt_input.focus()
+        if self.runner.is_waiting:
+            await conv.add_notice("this session paused waiting for approval of held tool calls; "
+                                  "asking you now", "approval")
+            try:
+                events = self.runner.resume()
+            except AmosError as exc:
+                await conv.add_notice(str(exc), "error")
+            else:
+                self._start(events)
+
+    async def _show_history(self) -> None:
+        session = self.runner.session
+        if session.messages:
+            await self.conversation.show_history(session.messages, summarize=self._summarize)
+        if session.last_stop is not None:
+            await self.conversation.add_receipt(session.last_stop)
+
+    def _summarize(self, call: Any) -> str:
+        try:
+            return self.runner.tools.summarize(call)
+        except Exception:  # noqa: BLE001 - a summary is decoration; the tool name is enough
+            return ""
+
+    # ------------------------------------------------------------------ status and notices
+
+    def _set_state(self, state: str) -> None:
+        self._state = state
+        self._refresh_status()
+
+    def _refresh_status(self) -> None:
+        runner = self.runner
+        last = runner.session.last_stop
+        self.query_one(StatusBar).status = Status(
+            model=runner.model_spec, session_id=runner.session_id, workspace=str(runner.workspace),
+            state=self._state, step=self._step, max_steps=self._max_steps,
+            last_verdict=last.verdict if last is not None else None)
+
+    def show_notice_line(self, text: str, level: str = "info", *, transient: bool = False) -> None:
+        """Put ``text`` on the notice line above the input (the latest host notice).
+
+        Args:
+            text: one line, shown literally.
+            level: a :class:`~amos.tui.widgets.notice.NoticeLine` level.
+            transient: a hint about the run in progress, cleared when the run ends
+                (host warnings and errors stay until the next line is sent).
+        """
+        line = self.query_one("#notice-line", Static)
+        glyph = LEVEL_GLYPHS.get(level, "ℹ")
+        line.update(Text(f"{glyph} {text}" if text else "", no_wrap=True, overflow="ellipsis"))
+        for name in LEVEL_GLYPHS:
+            line.set_class(name == level, f"-{name}")
+        self._notice_transient = transient or not text
+
+    # ------------------------------------------------------------------ input
+
+    async def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter: a slash command runs now; a prompt starts a run (refused while one is active)."""
+        if event.input is not self.prompt_input:
+            return
+        event.stop()
+        line = event.value
+        if not line.strip():
+            return
+        parsed = parse_line(line)
+        if parsed.kind == "command":
+            self._take_line(line)
+            await self._run_command(line)
+            return
+        if self._busy:
+            self.show_notice_line(BUSY_NOTICE, "warning", transient=True)
+            return
+        self._take_line(line)
+        await self.send_prompt(parsed.text)
+
+    def _take_line(self, line: str) -> None:
+        self.prompt_input.remember(line)
+        self.prompt_input.value = ""
+        self.show_notice_line("")
+
+    async def send_prompt(self, prompt: str) -> None:
+        """Start a run of ``prompt`` (shown in the conversation) in a worker.
+
+        Args:
+            prompt: the prompt text (already stripped of a ``//`` escape).
+        """
+        try:
+            events = self.runner.run(prompt)
+        except AmosError as exc:
+            await self.conversation.add_notice(str(exc), "error")
+            return
+        await self.conversation.add_prompt(prompt)
+        self._start(events)
+
+    async def _run_command(self, line: str) -> None:
+        conv = self.conversation
+        await conv.add_prompt(line)
+        try:
+            result = execute_line(self.runner, line)
+        except SlashCommandError as exc:
+            message = f"{exc}; usage: {exc.usage}" if exc.usage else str(exc)
+            await conv.add_notice(message, "error")
+            self.show_notice_line(message, "error")
+            return
+        except AmosError as exc:
+            await conv.add_notice(str(exc), "error")
+            return
+        if result.action == "clear":
+            await conv.clear()
+        elif result.action == "quit":
+            await self.quit_app(save=True)
+            return
+        elif result.action == "load_session" and result.action_arg:
+            await conv.add_command_output(result.text)
+            await self.load_session(result.action_arg)
+            return
+        await conv.add_command_output(result.text, result.result, ok=result.ok)
+        if not result.ok:
+            self.show_notice_line(result.text.splitlines()[0] if result.text else "failed", "error")
+        self._refresh_status()
+
+    # ------------------------------------------------------------------ runs
+
+    def _start(self, events: AsyncIterator[RunEvent]) -> None:
+        self._busy = True
+        self._cancel_pending = False
+        self._step = 0
+        self._set_state("running")
+        self._consume(events)
+
+    @work(exclusive=True, group="run", exit_on_error=False)
+    async def _consume(self, events: AsyncIterator[RunEvent]) -> None:
+        """Render every event of one run; the runner keeps running while modals are open."""
+        conv = self.conversation
+        try:
+            async for event in events:
+                await self._show_event(event)
+            await conv.end_assistant()
+        except AmosError as exc:
+            await conv.add_notice(str(exc), "error")
+        except Exception as exc:  # noqa: BLE001 - one notice line, never a traceback
+            await conv.add_notice(f"internal error while showing the run: {type(exc).__name__}: {exc}", "error")
+        finally:
+            self._busy = False
+            self._cancel_pending = False
+            self._close_approval()
+            self._set_state("idle")
+            if self._quit_requested is not None:
+                self.call_later(self.quit_app, save=self._quit_requested)
+
+    async def _show_event(self, event: RunEvent) -> None:
+        conv = self.conversation
+        if isinstance(event, TextDelta):
+            await conv.append_assistant(event.text)
+        elif isinstance(event, ToolCallStarted):
+            await conv.tool_status(event.call_id, event.tool, event.summary, "running")
+            if self._state == "approval":
+                self._set_state("running")
+        elif isinstance(event, ToolCallFinished):
+            await conv.tool_status(event.call_id, event.tool, event.summary, event.status,
+                                   event.duration_s, event.error)
+        elif isinstance(event, StepStarted):
+            await conv.end_assistant()
+            self._step, self._max_steps = event.step, event.max_steps
+            self._refresh_status()
+        elif isinstance(event, ApprovalRequested):
+            await conv.tool_status(event.call_id, event.tool, event.summary, "approval")
+            self._ask_approval(event)
+        elif isinstance(event, Notice):
+            await conv.add_notice(event.text, event.level)
+            if event.level != "info":
+                self.show_notice_line(event.text, event.level)
+        elif isinstance(event, RunStarted):
+            if self._cancel_pending:
+                self.runner.cancel()
+            if event.resumed:
+                await conv.add_notice(f"continuing execution {event.execution_id}")
+        elif isinstance(event, RunFinished):
+            self._close_approval()
+            await conv.add_receipt(event.receipt)
+            self.receipts.append(event.receipt)
+            if self._notice_transient:
+                self.show_notice_line("")
+
+    def _ask_approval(self, request: ApprovalRequested) -> None:
+        """Push the approval screen; its answer goes to the runner, which is waiting for it."""
+        self._set_state("approval")
+        call = f"{request.tool} {call_detail(request.tool, request.summary)}".rstrip()
+        self.show_notice_line(f"approval needed: {call} · y approve once · n deny with a reason · Esc deny",
+                              "approval", transient=True)
+        screen = ApprovalScreen(request)
+        self._approval = screen
+
+        async def answered(answer: ApprovalAnswer | None) -> None:
+            if self._approval is screen:
+                self._approval = None
+            approved, reason = answer if answer is not None else (False, None)
+            self.runner.answer_approval(request.call_id, approved, reason)
+            if approved:
+                text = f"approved {call} (once)"
+            else:
+                text = f"denied {call}" + (f": {reason}" if reason else "")
+            level = "approved" if approved else "denied"
+            await self.conversation.add_notice(text, level)
+            self.show_notice_line(text, level, transient=True)
+            if self._busy and self._state == "approval":
+                self._set_state("running")
+
+        self.push_screen(screen, answered)
+
+    def _close_approval(self) -> None:
+        screen, self._approval = self._approval, None
+        if screen is not None and screen.is_attached and self.screen is screen:
+            self.pop_screen()
+
+    def cancel_run(self) -> None:
+        """Cancel the active run; it ends with a ``user_abort`` receipt (BOUNDED_STOP)."""
+        if not self._busy:
+            return
+        if self.runner.is_running:
+            self.runner.cancel()
+        else:
+            self._cancel_pending = True
+        self._set_state("cancelling")
+        self.show_notice_line("cancelling the run…", "warning", transient=True)
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C: cancel a running run; when idle, clear the input, or say how to quit."""
+        if self._busy:
+            self.cancel_run()
+        elif self.prompt_input.value:
+            self.prompt_input.value = ""
+        else:
+            self.show_notice_line("nothing is running · Ctrl+Q (or /quit) quits", transient=True)
+
+    def action_escape(self) -> None:
+        """Esc twice within a second cancels a running run."""
+        if not self._busy:
+            return
+        now = time.monotonic()
+        if now - self._last_escape <= DOUBLE_ESCAPE_S:
+            self._last_escape = 0.0
+            self.cancel_run()
+        else:
+            self._last_escape = now
+            self.show_notice_line("press Esc again to cancel the run", "warning", transient=True)
+
+    # ------------------------------------------------------------------ sessions and quitting
+
+    async def action_quit(self) -> None:
+        """Ctrl+Q: exit; a running run is cancelled first (it saves with its receipt).
+
+        A second Ctrl+Q while that cancellation is still under way exits at once.
+        """
+        if self._quit_requested is not None:
+            self.exit(0)
+            return
+        await self.quit_app(save=False)
+
+    async def quit_app(self, *, save: bool) -> None:
+        """Exit the app, cancelling a run first and saving when autosave is on.
+
+        Never waits inside a message handler: with a run active, the run is cancelled
+        and the exit happens when its worker has rendered the last event.
+
+        Args:
+            save: save the session before exiting when ``sessions.autosave`` (``/quit``).
+        """
+        if self._busy:
+            self._quit_requested = save
+            self.cancel_run()
+            return
+        if save and self._autosave():
+            try:
+                self.runner.save()
+            except AmosError as exc:
+                if getattr(exc, "code", None) != "no_store":
+                    await self.conversation.add_notice(f"not saved: {exc}; Ctrl+Q quits anyway", "error")
+                    return
+        self.exit(0)
+
+    def _autosave(self) -> bool:
+        sessions = getattr(getattr(self.runner, "config", None), "sessions", None)
+        return bool(getattr(sessions, "autosave", True))
+
+    async def load_session(self, session_id: str) -> None:
+        """Replace the current session with a saved one (``/session load``).
+
+        Args:
+            session_id: the resolved id of the session to load.
+        """
+        conv = self.conversation
+        if self._busy:
+            await conv.add_notice("a run is active; wait for it to end or cancel it first", "error")
+            return
+        if session_id == self.runner.session_id:
+            await conv.add_notice(f"session {session_id} is already open")
+            return
+        base = self.options or RunOptions(cwd=self.runner.workspace)
+        options = RunOptions(config_path=base.config_path, session=session_id, yes=base.yes,
+                             no_save=base.no_save, interactive=True, require_model=False, cwd=base.cwd)
+        try:
+            # Opened on the event loop's thread: the session lock is a thread-local
+            # FileLock, so it must be acquired on the thread that releases it.
+            runner, opened = open_runner(options)
+        except AmosError as exc:
+            await conv.add_notice(str(exc), "error")
+            return
+        old, self.runner, self.opened = self.runner, runner, opened
+        old.close()
+        await conv.clear()
+        await conv.add_notice(f"loaded session {runner.session_id}")
+        await self._show_history()
+        self._refresh_status()
+        if runner.is_waiting:
+            await conv.add_notice("this session paused waiting for approval; asking you now", "approval")
+            self._start(runner.resume())
+
+
+def run_tui(options: RunOptions) -> int:
+    """Open a runner for ``options``, run the TUI until it exits, release the runner.
+
+    With no model chosen (``options.require_model`` False) the runner opens in the
+    offline demo mode and the app shows a banner saying so.
+
+    Args:
+        options: the command line's options (``interactive`` should be True).
+
+    Returns:
+        The process exit code (0 after a normal exit).
+
+    Raises:
+        AmosError: the runner could not be opened (bad config, unknown or busy
+            session…); the CLI prints it as one line.
+    """
+    runner, opened = open_runner(options)
+    app = AmosApp(runner, opened, options=options)
+    try:
+        app.run()
+    finally:
+        app.runner.close()
+    return app.return_code or 0
+
+
+__all__ = ["AmosApp", "run_tui", "demo_banner"]

@@ -1,0 +1,89 @@
+"""What the TUI looks like, compared against accepted SVG snapshots (pytest-textual-snapshot).
+
+The runs are real (scripted model, real tools), made deterministic: a fixed workspace
+path (it is in the system prompt, so it moves the token estimates), a fixed session
+id, no session store, and tool durations pinned. Regenerate after a deliberate change
+with ``pytest tests/test_tui_snapshots.py --snapshot-update`` and look at the SVGs.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from amos.host import RunOptions, open_runner
+from amos.tui import app as app_module
+from amos.tui.screens.approval import ApprovalScreen
+from amos.tui.widgets import tool_line
+
+SIZE = (100, 32)
+WORKSPACE = Path("/tmp/amos-tui-snapshot/ws")
+SESSION_ID = "20260101-000000-snap01"
+
+
+@pytest.fixture
+def snapshot_runner(tmp_path, monkeypatch):
+    """Build a runner on a fixed workspace with a fixed session id; close it afterwards."""
+    monkeypatch.setattr(tool_line, "format_duration", lambda seconds: "0.01s")
+    shutil.rmtree(WORKSPACE.parent, ignore_errors=True)
+    WORKSPACE.mkdir(parents=True)
+    (WORKSPACE / "calc.py").write_text("def add(a, b):\n    return a + b\n", encoding="utf-8")
+    runners = []
+
+    def make(turns):
+        script = tmp_path / "script.json"
+        script.write_text(json.dumps({"version": 1, "model": "scripted-test", "turns": turns}), encoding="utf-8")
+        runner, opened = open_runner(RunOptions(model=f"scripted:{script}", workspace=WORKSPACE,
+                                                interactive=True, no_save=True, cwd=tmp_path))
+        runner.session.id = SESSION_ID
+        runners.append(runner)
+        return app_module.AmosApp(runner, opened)
+
+    yield make
+    for runner in runners:
+        runner.close()
+    shutil.rmtree(WORKSPACE.parent, ignore_errors=True)
+
+
+async def _send_and_wait(pilot, line: str, done) -> None:
+    app = pilot.app
+    app.prompt_input.cursor_blink = False
+    app.prompt_input.value = line
+    await pilot.press("enter")
+    deadline = time.monotonic() + 5
+    while not done(app):
+        assert time.monotonic() < deadline, "the run did not get there in time"
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+def test_snapshot_of_a_completed_run(snap_compare, snapshot_runner):
+    app = snapshot_runner([
+        {"text": "I'll read `calc.py` first.",
+         "tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "calc.py"}}]},
+        {"expect": {"last_tool_result_contains": "return a + b"},
+         "text": "`add` already adds its arguments; **nothing to fix**."},
+    ])
+
+    async def run_before(pilot):
+        await _send_and_wait(pilot, "is add correct?", lambda a: a.receipts and not a.busy)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_snapshot_of_the_approval_modal(snap_compare, snapshot_runner):
+    app = snapshot_runner([
+        {"text": "I'll add a subtraction helper.",
+         "tool_calls": [{"id": "w1", "name": "write_file",
+                         "arguments": {"path": "sub.py", "content": "def sub(a, b):\n    return a - b\n"}}]},
+        {"text": "Done."},
+    ])
+
+    async def run_before(pilot):
+        await _send_and_wait(pilot, "add sub()", lambda a: isinstance(a.screen, ApprovalScreen))
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
