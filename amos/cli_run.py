@@ -76,7 +76,12 @@ def read_prompt(prompt: str | None, stdin: TextIO) -> str:
         UsageError: no prompt and stdin is a terminal, or an empty prompt.
     """
     if prompt == "-" or (prompt is None and not stdin.isatty()):
-        text = stdin.read()
+        raw = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode("utf-8", "surrogateescape")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"stdin is not UTF-8 text (bad byte at offset {exc.start}); "
+                             "pass the prompt as UTF-8") from None
     elif prompt is None:
         raise UsageError("no prompt: pass PROMPT, '-' to read stdin, or pipe it in (`amos run --demo` for the demo)")
     else:

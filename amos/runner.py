@@ -13,6 +13,7 @@ Front ends (TUI, CLI, slash commands) call only the public methods of
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
@@ -53,6 +54,7 @@ from amos.tools.base import ToolOutcome
 from amos.tools.manager import ToolManager
 
 _END = object()
+log = logging.getLogger("amos.runner")
 
 
 @dataclass
@@ -111,6 +113,11 @@ class _Execution:
     def stop(self, cause: str, reason: str, detail: str, condition: dict[str, Any] | None = None) -> None:
         if self.cause is None:
             self.cause, self.reason, self.detail, self.stop_condition = cause, reason, detail, condition
+
+
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates (undecodable input bytes) replaced by ``?``."""
+    return text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
 
 
 class AgentRunner:
@@ -190,6 +197,15 @@ class AgentRunner:
         """True when the session is paused on approvals (resume with :meth:`resume`)."""
         return self.session.pending is not None
 
+    @property
+    def autosave(self) -> bool:
+        """Whether the session is saved automatically (``sessions.autosave`` and not ``--no-save``)."""
+        return self.store is not None and bool(getattr(getattr(self.config, "sessions", None), "autosave", True))
+
+    def summarize_call(self, call: ToolCallPart) -> str:
+        """A one-line summary of a tool call for display (never raises)."""
+        return self.tools.summarize(call)
+
     def run(self, prompt: str) -> AsyncIterator[RunEvent]:
         """Send ``prompt`` and run the loop until it stops.
 
@@ -200,6 +216,7 @@ class AgentRunner:
             SessionError: ``busy`` when a run is already active.
         """
         self._ensure_idle()
+        prompt = clean_text(prompt)
         record = ExecutionRecord(execution_id=str(uuid.uuid4()), started_at=utc_now())
         ex = _Execution(record=record)
         return self._drive(ex, lambda: self._start(ex, prompt))
@@ -315,6 +332,8 @@ class AgentRunner:
 
     def _emit(self, ex: _Execution, event: RunEvent) -> None:
         assert ex.queue is not None
+        if log.isEnabledFor(logging.DEBUG) and not isinstance(event, TextDelta):
+            log.debug("%s %s", ex.record.execution_id[:8], event.model_dump_json(exclude={"content"})[:2000])
         ex.queue.put_nowait(event)
 
     async def _execute(self, ex: _Execution, body: Callable[[], Awaitable[None]]) -> None:
@@ -619,28 +638,36 @@ class AgentRunner:
     # ------------------------------------------------------------------ finishing
 
     def _finish(self, ex: _Execution) -> None:
-        self._close_open_calls(ex)
-        rec = ex.record
-        if ex.pending is not None:
-            self.session.pending = ex.pending
-        receipt, loop = build_receipt(
-            rec, cause=ex.cause, reason=ex.reason, detail=ex.detail, stop_condition=ex.stop_condition,
-            pending=pending_infos(ex.pending, self.session.id), completion_configured=bool(self.settings.verify),
-            policy_hash=self.settings.policy_hash, policy_enabled=self.settings.loop_policy_enabled,
-            max_recovery_attempts=self.settings.max_recovery_attempts)
-        self.session.loop = loop
-        self.session.last_stop = receipt
-        self.session.usage.add(Usage(
-            input_tokens=rec.usage.input_tokens - ex.usage_at_start.input_tokens,
-            output_tokens=rec.usage.output_tokens - ex.usage_at_start.output_tokens,
-            model_calls=rec.usage.model_calls - ex.usage_at_start.model_calls))
-        path = None
-        if self.store is not None:
-            try:
-                path = str(self.store.save(self.session))
-            except SessionError as exc:
-                self._emit(ex, Notice(level="error", text=str(exc)))
-        self._emit(ex, RunFinished(receipt=receipt, loop=loop, output_text=rec.output_text, usage=rec.usage,
-                                   tool_calls=list(rec.tool_calls), session_path=path))
-        assert ex.queue is not None
-        ex.queue.put_nowait(_END)
+        """Close open calls, build the receipt, save, and always end the event stream."""
+        try:
+            self._close_open_calls(ex)
+            rec = ex.record
+            if ex.pending is not None:
+                self.session.pending = ex.pending
+            receipt, loop = build_receipt(
+                rec, cause=ex.cause, reason=ex.reason, detail=ex.detail, stop_condition=ex.stop_condition,
+                pending=pending_infos(ex.pending, self.session.id),
+                completion_configured=bool(self.settings.verify), policy_hash=self.settings.policy_hash,
+                policy_enabled=self.settings.loop_policy_enabled,
+                max_recovery_attempts=self.settings.max_recovery_attempts)
+            self.session.loop = loop
+            self.session.last_stop = receipt
+            self.session.usage.add(Usage(
+                input_tokens=rec.usage.input_tokens - ex.usage_at_start.input_tokens,
+                output_tokens=rec.usage.output_tokens - ex.usage_at_start.output_tokens,
+                model_calls=rec.usage.model_calls - ex.usage_at_start.model_calls))
+            path = None
+            if self.store is not None:
+                try:
+                    path = str(self.store.save(self.session))
+                except SessionError as exc:
+                    self._emit(ex, Notice(level="error", text=str(exc)))
+            self._emit(ex, RunFinished(receipt=receipt, loop=loop, output_text=rec.output_text, usage=rec.usage,
+                                       tool_calls=list(rec.tool_calls), session_path=path))
+        except Exception as exc:  # noqa: BLE001 - the stream must end even on a bug
+            log.exception("finishing the run failed")
+            self._emit(ex, Notice(level="error", text=f"internal error while finishing the run: "
+                                                      f"{type(exc).__name__}: {exc}"))
+        finally:
+            assert ex.queue is not None
+            ex.queue.put_nowait(_END)

@@ -268,7 +268,10 @@ class SessionStore:
         """
         session.updated_at = utc_now()
         path = self.path(session.id)
-        text = session.model_dump_json(indent=1, exclude_none=False)
+        try:
+            text = session.model_dump_json(indent=1, exclude_none=False)
+        except ValueError as exc:
+            raise SessionError("write_failed", f"cannot save session to {path}: {exc}", exit_code=1) from None
         try:
             self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
             self.session_dir(session.id).mkdir(exist_ok=True, mode=0o700)
@@ -337,7 +340,7 @@ class SessionStore:
             SessionError: ``busy`` when another process holds it.
         """
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        lock = FileLock(str(self.root / f".{session_id}.lock"), timeout=0)
+        lock = FileLock(str(self.root / f".{session_id}.lock"), timeout=0, thread_local=False)
         try:
             lock.acquire()
         except Timeout:

@@ -169,10 +169,7 @@ class AmosApp(App[int]):
             await self.conversation.add_receipt(session.last_stop)
 
     def _summarize(self, call: Any) -> str:
-        try:
-            return self.runner.tools.summarize(call)
-        except Exception:  # noqa: BLE001 - a summary is decoration; the tool name is enough
-            return ""
+        return self.runner.summarize_call(call)
 
     # ------------------------------------------------------------------ status and notices
 
@@ -432,8 +429,7 @@ class AmosApp(App[int]):
         self.exit(0)
 
     def _autosave(self) -> bool:
-        sessions = getattr(getattr(self.runner, "config", None), "sessions", None)
-        return bool(getattr(sessions, "autosave", True))
+        return self.runner.autosave
 
     async def load_session(self, session_id: str) -> None:
         """Replace the current session with a saved one (``/session load``).
