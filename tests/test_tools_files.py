@@ -309,3 +309,20 @@ async def test_edit_file_missing_text_and_bad_inputs(manager: ToolManager, ws: P
     (ws / "dos.txt").write_bytes(b"a\r\nb\r\n")
     crlf = await run(manager, "edit_file", path="dos.txt", old_text="a\nb", new_text="c")
     assert "CRLF" in crlf.error
+
+
+async def test_search_with_catastrophic_regex_stops_within_budget(tmp_path, monkeypatch):
+    import time
+
+    from amos.messages import ToolCallPart
+    from amos.tools import ToolContext, ToolManager, builtin_tools
+    from amos.tools import search as search_module
+
+    monkeypatch.setattr(search_module, "MAX_SEARCH_SECONDS", 0.5)
+    (tmp_path / "evil.txt").write_text("x" * 5000 + "\n")
+    manager = ToolManager(builtin_tools(), context=ToolContext(workspace=tmp_path))
+    call = ToolCallPart(call_id="s", tool_name="search_text", arguments={"pattern": r"(x+x+)+y"})
+    started = time.monotonic()
+    outcome = await manager.execute(call, "e")
+    assert time.monotonic() - started < 5
+    assert outcome.status == "failed" and "ran out of time" in outcome.content

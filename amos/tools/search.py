@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pathspec
+import regex as re
 from pydantic import Field
 
 from amos.tools.base import Tool, ToolArgs, ToolContext, ToolFailure
@@ -36,6 +37,14 @@ MAX_LINE_CHARS = 300
 
 MAX_SEARCH_FILE_BYTES = 8 * 1024 * 1024
 """Files larger than this are skipped (bytes)."""
+
+MAX_SEARCH_SECONDS = 60.0
+"""Time budget of one search (seconds, further capped by ``tools.command_timeout_s``).
+
+Matching uses the ``regex`` package because it can time out a single match: the
+standard ``re`` cannot be interrupted, so one catastrophically backtracking pattern
+would pin a worker thread (and keep the process from exiting) forever.
+"""
 
 
 class SearchTextArgs(ToolArgs):
@@ -100,8 +109,11 @@ async def _search_text(args: SearchTextArgs, ctx: ToolContext) -> str:
         except (ValueError, TypeError) as exc:
             raise ToolFailure(f"invalid glob {args.glob!r}: {exc}") from None
     stop = threading.Event()
+    budget = min(MAX_SEARCH_SECONDS, float(ctx.command_timeout_s))
     try:
-        return await asyncio.to_thread(_search_sync, args, regex, glob_spec, ctx.workspace, stop)
+        return await asyncio.to_thread(
+            _search_sync, args, regex, glob_spec, ctx.workspace, stop, time.monotonic() + budget
+        )
     finally:
         # On cancellation or timeout the worker thread notices this and stops early.
         stop.set()
@@ -113,6 +125,7 @@ def _search_sync(
     glob_spec: pathspec.PathSpec | None,
     root: Path,
     stop: threading.Event,
+    deadline: float,
 ) -> str:
     root = root.resolve()
     start = resolve_in_workspace(root, args.path, must_exist=True)
@@ -139,7 +152,16 @@ def _search_sync(
         found = False
         text = data.decode("utf-8", errors="replace")
         for number, line in enumerate(text.split("\n"), start=1):
-            if regex.search(line):
+            if stop.is_set():
+                break
+            try:
+                hit = regex.search(line, timeout=max(0.001, deadline - time.monotonic()))
+            except TimeoutError:
+                raise ToolFailure(
+                    f"search for /{args.pattern}/ ran out of time ({shown}:{number}); the pattern "
+                    "may backtrack catastrophically: simplify it, or narrow path or glob"
+                ) from None
+            if hit:
                 found = True
                 if len(results) >= MAX_MATCHES:
                     truncated = True
