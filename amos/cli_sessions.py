@@ -83,9 +83,15 @@ def show_session(
     if session.last_stop:
         typer.echo(f"  last stop: {summary_line(session.last_stop)}")
     if session.pending:
+        from datetime import UTC, datetime
+
+        deadline = session.pending.deadline
+        overdue = bool(deadline and datetime.fromisoformat(deadline) < datetime.now(UTC))
         for held in session.pending.undecided():
             typer.echo(f"  pending:   {held.call.call_id} {held.call.tool_name} "
-                       f"{json.dumps(held.call.arguments, ensure_ascii=False)[:120]}")
+                       f"{json.dumps(held.call.arguments, ensure_ascii=False)[:120]}"
+                       + ("  (overdue)" if overdue else f"  (decide by {deadline})"))
+        typer.echo(f"  resume:    amos resume {session.id} --approve CALL_ID | --deny CALL_ID | --all")
     typer.echo("")
     for message in session.messages:
         for part in message.parts:
