@@ -20,11 +20,15 @@ app = typer.Typer(
     name="amos",
     help=(
         "amos — a terminal agent shell that can prove why it stopped.\n\n"
+        "The options below start the interactive TUI; `amos run --help` lists the options of a\n"
+        "one-shot run (they go after `run`).\n\n"
         "Examples:\n\n"
-        "  amos                                  # interactive TUI (offline demo mode without a model)\n\n"
-        "  amos run --demo                       # the offline demo: fix a tiny project, verified\n\n"
-        "  amos run --script s.json \"fix it\"      # a scripted (offline) model\n\n"
-        "  amos run --model openai:gpt-4o-mini --verify 'pytest -q' \"make the tests pass\""
+        "\b\n"
+        "  amos                            # TUI (offline demo mode when no model is configured)\n"
+        "  amos --session my-work          # reopen a saved session in the TUI\n"
+        "  amos run --demo                 # offline demo: fix a tiny project, verified\n"
+        "  amos run --script s.json \"fix it\" --workspace ./proj --verify \"python3 -m pytest -q\"\n"
+        "  amos sessions list              # saved sessions, newest first"
     ),
     no_args_is_help=False,
     add_completion=False,
@@ -74,6 +78,14 @@ def main_callback(
 ) -> None:
     """Start the interactive TUI, or run a subcommand."""
     if ctx.invoked_subcommand is not None:
+        given = [name for name, value in (
+            ("--config", config), ("--model", model), ("--base-url", base_url), ("--script", script),
+            ("--workspace", workspace), ("--session", session), ("--max-steps", max_steps),
+            ("--verify", verify), ("--yes", yes), ("--no-save", no_save), ("--verbose", verbose)) if value]
+        if given:
+            typer.echo(f"amos: {given[0]} goes after the subcommand: "
+                       f"amos {ctx.invoked_subcommand} {given[0]} …", err=True)
+            raise typer.Exit(2)
         return
     from amos.cli_run import build_options, setup_logging
     from amos.errors import AmosError
@@ -118,15 +130,12 @@ def run_command(
 
     Examples:
 
+    \b
       amos run --demo --json
-
-      amos run --script examples/hello/script.json --workspace examples/hello/workspace "say hi"
-
-      amos run --session 20261130-101500-ab12cd "now add a test" --verify "python -m pytest -q"
-
-      echo "summarise README.md" | amos run --model openai:gpt-4o-mini
-
-      amos run --session ID "/context loop" --json
+      amos run --script examples/hello/script.json --workspace examples/hello/workspace "what is here?"
+      amos run --session latest "now add a test" --verify "python3 -m unittest"
+      echo "summarise README.md" | amos run --script my-script.json
+      amos run --session latest "/context loop" --json
     """
     from amos.cli_run import cli_run
 
@@ -138,7 +147,7 @@ def run_command(
 
 @app.command("resume")
 def resume_command(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id or name that stopped WAITING.")],
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id or name (or 'latest') that stopped WAITING.")],
     approve: Annotated[list[str] | None, typer.Option("--approve", metavar="CALL_ID", help="Approve a held call (repeatable).")] = None,
     deny: Annotated[list[str] | None, typer.Option("--deny", metavar="CALL_ID", help="Deny a held call (repeatable).")] = None,
     reason: Annotated[str | None, typer.Option("--reason", help="Reason given to the model for --deny.")] = None,
@@ -164,11 +173,10 @@ def resume_command(
 
     Examples:
 
+    \b
       amos resume 20261130-101500-ab12cd --approve call_2_0
-
       amos resume my-session --deny call_2_0 --reason "do not touch setup.py"
-
-      amos resume my-session --all --json
+      amos resume latest --all --json
     """
     from amos.cli_run import cli_resume
 

@@ -131,7 +131,8 @@ class Renderer:
         elif isinstance(event, ApprovalRequested):
             self._line(f"  ? approval needed: {event.summary}")
 
-    def finish(self, finished: RunFinished, session_id: str, signal_name: str | None) -> None:
+    def finish(self, finished: RunFinished, session_id: str, signal_name: str | None,
+               held: dict[str, str] | None = None) -> None:
         """Print the final answer or JSON document, and the stop summary."""
         from amos.policy.stop import summary_line
 
@@ -158,6 +159,8 @@ class Renderer:
             self.err.write(summary_line(finished.receipt) + "\n")
             receipt = finished.receipt
             if receipt.pending_approvals:
+                for p in receipt.pending_approvals:
+                    self.err.write(f"  needs approval: {p.call_id}  {(held or {}).get(p.call_id, p.tool)}\n")
                 ids = " ".join(f"--approve {p.call_id}" for p in receipt.pending_approvals)
                 self.err.write(f"  resume with: amos resume {session_id} {ids}   (or --deny CALL_ID, --all)\n")
             self.err.write(f"  session {session_id}" + (f" ({finished.session_path})" if finished.session_path
@@ -192,6 +195,13 @@ async def _consume(runner: Any, events: Any, renderer: Renderer) -> tuple[RunFin
         for sig in installed:
             loop.remove_signal_handler(sig)
     return finished, (received[0] if received else None)
+
+
+def _held_summaries(runner: Any) -> dict[str, str]:
+    pending = runner.session.pending
+    if pending is None:
+        return {}
+    return {h.call.call_id: runner.summarize_call(h.call) for h in pending.held}
 
 
 def _exit_for(finished: RunFinished, signal_name: str | None) -> int:
@@ -273,7 +283,7 @@ def _cli_run(*, prompt, demo, config, model, base_url, script, workspace, sessio
         if finished is None:
             print("amos: the run ended without a stop receipt", file=sys.stderr)
             return 8
-        renderer.finish(finished, runner.session_id, sig)
+        renderer.finish(finished, runner.session_id, sig, _held_summaries(runner))
         return _exit_for(finished, sig)
     finally:
         runner.close()
@@ -306,7 +316,7 @@ def _cli_resume(*, session_id, approve, deny, reason, approve_all, config, model
         if finished is None:
             print("amos: the run ended without a stop receipt", file=sys.stderr)
             return 8
-        renderer.finish(finished, runner.session_id, sig)
+        renderer.finish(finished, runner.session_id, sig, _held_summaries(runner))
         return _exit_for(finished, sig)
     finally:
         runner.close()

@@ -46,9 +46,11 @@ def list_sessions(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
     if not rows:
         typer.echo("no saved sessions")
         return
+    name_width = max([4] + [len(r.name or "") for r in rows])
+    typer.echo(f"{'ID':<22}  {'UPDATED (UTC)':<19}  {'LAST VERDICT':<17}  {'MSGS':>4}  {'NAME':<{name_width}}  TITLE")
     for r in rows:
-        label = r.name or r.title or ""
-        typer.echo(f"{r.id}  {r.updated_at[:19]}  {r.last_verdict or '-':<17}  {r.messages:>4} msgs  {label}")
+        typer.echo(f"{r.id:<22}  {r.updated_at[:19].replace('T', ' '):<19}  {r.last_verdict or '-':<17}  "
+                   f"{r.messages:>4}  {r.name or '-':<{name_width}}  {r.title or ''}")
 
 
 @sessions_app.command("show")

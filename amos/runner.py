@@ -582,8 +582,7 @@ class AgentRunner:
                                deadline_s=self.settings.approvals_deadline_s)
         first = ex.pending.undecided()[0]
         ex.stop("approval_required", "approval_pending",
-                f"{first.call.tool_name} ({first.call.call_id}) needs approval; "
-                f"`amos resume {self.session.id} --approve {first.call.call_id}` or --deny")
+                f"{self.tools.summarize(first.call)} ({first.call.call_id}) needs approval")
 
     def _record_outcome(self, ex: _Execution, call: ToolCallPart, outcome: ToolOutcome) -> None:
         ex.running.discard(call.call_id)

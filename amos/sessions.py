@@ -207,7 +207,7 @@ class SessionStore:
         return Session(id=new_session_id(), host=host or HostSettings())
 
     def resolve(self, id_or_name: str) -> str:
-        """The session id for an id or a name.
+        """The session id for an id, a name, a unique id prefix, or ``latest`` (the newest).
 
         Raises:
             SessionError: ``not_found`` or ``ambiguous`` (exit 2).
@@ -222,6 +222,10 @@ class SessionStore:
         prefix = [s.id for s in self.list() if s.id.startswith(id_or_name)] if id_or_name else []
         if len(prefix) == 1:
             return prefix[0]
+        if id_or_name == "latest":
+            rows = self.list()
+            if rows:
+                return rows[0].id
         raise SessionError(
             "not_found",
             f"no session {id_or_name!r} in {self.root}; `amos sessions list` shows saved sessions",

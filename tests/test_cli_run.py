@@ -254,3 +254,30 @@ def test_demo_imports_no_provider_sdk(tmp_path):
     )
     out = subprocess.run([PY, "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path).stdout
     assert "HEAVY= CODE=0" in out, out[-500:]
+
+
+def test_tui_options_before_a_subcommand_are_refused(tmp_path):
+    script = write_script(tmp_path, [{"text": "hi"}])
+    result = cli("--script", str(script), "run", "hi")
+    assert result.exit_code == 2 and "--script goes after the subcommand" in result.stderr
+
+
+def test_script_that_is_not_an_object_says_what_a_script_is(tmp_path):
+    path = tmp_path / "l.json"
+    path.write_text('[{"text": "hi"}]')
+    result = cli("run", "--script", str(path), "hi")
+    assert result.exit_code == 2 and '"turns"' in result.stderr and "pydantic" not in result.stderr.lower()
+
+
+def test_latest_session_and_waiting_summary_names_the_action(tmp_path):
+    script = write_script(tmp_path, [
+        {"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "plan.md", "content": "x"}}]},
+        {"text": "ok"},
+    ])
+    result = cli("run", "--script", str(script), "--workspace", str(tmp_path), "plan")
+    assert result.exit_code == 5
+    assert "needs approval: w  write_file plan.md" in result.stderr
+    assert "amos resume" in result.stderr
+    code, doc = cli_json("resume", "latest", "--all")
+    assert code == 0 and doc["stop"]["verdict"] == "ANSWERED"
+    assert (tmp_path / "plan.md").read_text() == "x"

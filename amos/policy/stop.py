@@ -255,8 +255,9 @@ def verdict_glyph(verdict: str) -> str:
 def summary_line(receipt: StopReceipt) -> str:
     """One line describing a receipt, e.g. ``✔ VERIFIED_COMPLETE (answer/completed) — 4 steps, 5 tool calls``."""
     u = receipt.usage
+    steps = f"{receipt.steps} step" + ("" if receipt.steps == 1 else "s")
+    calls = f"{receipt.tool_call_count} tool call" + ("" if receipt.tool_call_count == 1 else "s")
     return (
         f"{verdict_glyph(receipt.verdict)} {receipt.verdict} ({receipt.cause or 'none'}/{receipt.reason})"
-        f" — {receipt.steps} steps, {receipt.tool_call_count} tool calls,"
-        f" {u.input_tokens}+{u.output_tokens} tokens. {receipt.detail}"
+        f" — {steps}, {calls}, {u.input_tokens}+{u.output_tokens} tokens. {receipt.detail}"
     )

@@ -123,6 +123,10 @@ def load_script(path: Path) -> tuple[Script, str]:
         raise ConfigError(
             f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=str(path)
         ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            'a script is a JSON object like {"version": 1, "turns": [{"text": "hi"}]}, '
+            f"not a JSON {type(data).__name__}", file=str(path))
     try:
         return Script.model_validate(data), digest
     except ValidationError as exc:

@@ -148,9 +148,10 @@ def _context_loop(runner: Any, line: str) -> SlashResult:
     if diag is None:
         return SlashResult(command=line, result=None, text="no run yet in this session: no loop diagnostics")
     data = diag.model_dump(mode="json")
-    limit = diag.max_recovery_attempts if diag.max_recovery_attempts is not None else "-"
-    summary = (f"phase {diag.phase}  ·  stopping reason {diag.reason or '-'}  ·  "
-               f"recovery {diag.recovery_attempts}/{limit}  ·  iterations {diag.iterations}")
+    recovery = (f"recovery {diag.recovery_attempts}/{diag.max_recovery_attempts}"
+                if diag.max_recovery_attempts is not None else "recovery off (no loop policy)")
+    summary = (f"phase {diag.phase}  ·  stopping reason {diag.reason or '-'}  ·  {recovery}  ·  "
+               f"iterations {diag.iterations}")
     return SlashResult(command=line, result=data, text=summary + "\n" + _json_block(data))
 
 
