@@ -213,6 +213,17 @@ def _exit_for(finished: RunFinished, signal_name: str | None) -> int:
     return receipt.exit_code
 
 
+def _render_run(runner: Any, events: Any, json_out: bool, quiet: bool) -> int:
+    """Consume a run's events with the terminal renderer; returns the exit code."""
+    renderer = Renderer(json_out=json_out, quiet=quiet, err=sys.stderr, out=sys.stdout)
+    finished, sig = asyncio.run(_consume(runner, events, renderer))
+    if finished is None:
+        print("amos: the run ended without a stop receipt", file=sys.stderr)
+        return 8
+    renderer.finish(finished, runner.session_id, sig, _held_summaries(runner))
+    return _exit_for(finished, sig)
+
+
 def _run_slash(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
     from amos.slash import execute_line
 
@@ -278,13 +289,7 @@ def _cli_run(*, prompt, demo, config, model, base_url, script, workspace, sessio
             print(f"amos: demo workspace: {opened.demo_workspace}", file=sys.stderr)
         if parsed.kind == "command":
             return _run_slash(runner, prompt, json_out, quiet)
-        renderer = Renderer(json_out=json_out, quiet=quiet, err=sys.stderr, out=sys.stdout)
-        finished, sig = asyncio.run(_consume(runner, runner.run(parsed.text), renderer))
-        if finished is None:
-            print("amos: the run ended without a stop receipt", file=sys.stderr)
-            return 8
-        renderer.finish(finished, runner.session_id, sig, _held_summaries(runner))
-        return _exit_for(finished, sig)
+        return _render_run(runner, runner.run(parsed.text), json_out, quiet)
     finally:
         runner.close()
 
@@ -311,12 +316,6 @@ def _cli_resume(*, session_id, approve, deny, reason, approve_all, config, model
         for warning in opened.warnings:
             print(f"amos: warning: {warning}", file=sys.stderr)
         events = runner.resume(approve=approve, deny={c: reason for c in deny}, approve_all=approve_all or yes)
-        renderer = Renderer(json_out=json_out, quiet=quiet, err=sys.stderr, out=sys.stdout)
-        finished, sig = asyncio.run(_consume(runner, events, renderer))
-        if finished is None:
-            print("amos: the run ended without a stop receipt", file=sys.stderr)
-            return 8
-        renderer.finish(finished, runner.session_id, sig, _held_summaries(runner))
-        return _exit_for(finished, sig)
+        return _render_run(runner, events, json_out, quiet)
     finally:
         runner.close()

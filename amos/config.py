@@ -13,13 +13,11 @@ the dotted JSON path and what is accepted (spec/cli.md, "Errors").
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import hashlib
 import json
 import os
 import shlex
-import tempfile
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +26,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from amos import paths
+from amos.atomic import atomic_write_text
 from amos.config_models import (
     PROVIDERS,
     AmosConfig,
@@ -429,27 +428,9 @@ def load_config(
 def _atomic_write_json(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` to ``path`` atomically (temp file + fsync + os.replace), mode 0600."""
     target = path.resolve() if path.is_symlink() else path
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     try:
         paths.ensure_dir(target.parent)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        with contextlib.suppress(OSError):
-            dir_fd = os.open(target.parent, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+        atomic_write_text(target, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     except OSError as exc:
         raise ConfigError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
 

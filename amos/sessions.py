@@ -9,11 +9,9 @@ a default so older files still load.
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 import shutil
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from amos.atomic import atomic_write_text
 from amos.errors import SessionError
 from amos.messages import Message, ToolCallPart, Usage
 from amos.policy.stop import CompletionResult, LoopDiagnostics, LoopObservation, StopReceipt
@@ -148,39 +147,6 @@ class SessionSummary(_Model):
 def new_session_id() -> str:
     """A sortable, unique session id such as ``20261130-031500-a1b2c3``."""
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: temp file in the same folder, fsync, replace.
-
-    The file is created 0600.
-
-    Raises:
-        OSError: the write failed; the previous file is left as it was.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
 
 
 class SessionStore:
