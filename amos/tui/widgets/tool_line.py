@@ -7,6 +7,7 @@ a short list rather than a wall of output.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from rich.text import Text
@@ -31,6 +32,20 @@ _NOT_RUN = {"denied", "blocked", "not_started"}
 _STATUS_WORDS = {"running": "running…", "approval": "awaiting approval"}
 _MAX_SUMMARY = 72
 _MAX_ERROR = 90
+_EXIT_CODE = re.compile(r"exit code: (-?\d+)")
+
+
+def exit_code_of(content: str | None) -> int | None:
+    """The exit code a command tool reported (its result starts ``exit code: N``), if any.
+
+    Args:
+        content: the tool result text the model sees (``ToolCallFinished.content``).
+
+    Returns:
+        The exit code, or None when the result has none (other tools, a timeout).
+    """
+    match = _EXIT_CODE.match(content or "")
+    return int(match.group(1)) if match else None
 
 
 def format_duration(seconds: float) -> str:
@@ -82,20 +97,41 @@ class ToolCallLine(Static):
         self.status = status
         self.duration_s: float | None = None
         self.error: str | None = None
+        self.exit_code: int | None = None
+        self.approved = False
         super().__init__(self._render_line(), classes=f"-{status}")
 
-    def set_status(self, status: str, duration_s: float | None = None, error: str | None = None) -> None:
-        """Show a new status (and, once finished, the duration and any error).
+    def set_status(self, status: str, duration_s: float | None = None, error: str | None = None,
+                   exit_code: int | None = None) -> None:
+        """Show a new status (and, once finished, the duration, exit code and any error).
 
         Args:
             status: the new status.
             duration_s: how long the call ran (seconds), when finished.
             error: the outcome's one-line error, if any.
+            exit_code: the command's exit code (``run_command``), if the result has one;
+                a non-zero one is shown (``exit 1``) even when the call succeeded.
         """
         self.remove_class(f"-{self.status}")
-        self.status, self.duration_s, self.error = status, duration_s, error
+        self.status, self.duration_s, self.error, self.exit_code = status, duration_s, error, exit_code
         self.add_class(f"-{status}")
+        self.set_class(bool(exit_code), "-exit-nonzero")
         self.update(self._render_line())
+
+    def set_approved(self) -> None:
+        """Mark the call approved by the person (shown on this line, before it runs)."""
+        self.approved = True
+        self.update(self._render_line())
+
+    def _tail(self) -> list[str]:
+        words = ["approved"] if self.approved and self.status != "denied" else []
+        if self.status == "approval" and self.approved:
+            words.append("starting…")
+        elif self.status == "denied" and (self.error or "").startswith("denied"):
+            pass  # the error says it: "denied by the user: not today"
+        elif self.status != "succeeded":
+            words.append(_STATUS_WORDS.get(self.status, self.status.replace("_", " ")))
+        return words
 
     def _render_line(self) -> Text:
         text = Text()
@@ -104,11 +140,13 @@ class ToolCallLine(Static):
         summary = _one_line(call_detail(self.tool, self.summary), _MAX_SUMMARY)
         if summary:
             text.append(" " + summary)
-        tail = [] if self.status == "succeeded" else [_STATUS_WORDS.get(self.status, self.status.replace("_", " "))]
+        words = self._tail()
+        if words:
+            text.append("  " + " ".join(words), style="dim")
+        if self.exit_code:
+            text.append(f"  exit {self.exit_code}", style="bold")
         if self.duration_s is not None and self.status not in _NOT_RUN:
-            tail.append(format_duration(self.duration_s))
-        if tail:
-            text.append("  " + " ".join(tail), style="dim")
+            text.append("  " + format_duration(self.duration_s), style="dim")
         if self.error and self.status != "succeeded":
             text.append("  " + _one_line(self.error, _MAX_ERROR), style="italic")
         return text
