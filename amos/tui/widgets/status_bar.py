@@ -1,4 +1,4 @@
-"""The one-line status bar: model, session, workspace, run state, last verdict."""
+"""The one-line status bar: run state, model, last verdict, session, workspace."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
@@ -39,6 +40,21 @@ def short_path(path: str | Path, limit: int = 40) -> str:
     return text[: keep // 3] + "…" + text[-(keep - keep // 3):]
 
 
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+"""Frames of the running glyph; the app advances :attr:`Status.frame` with a timer."""
+
+_SEPARATOR = " │ "
+
+
+def format_elapsed(seconds: float) -> str:
+    """Whole seconds for the status bar: ``3s``, ``1m05s``."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    minutes, rest = divmod(whole, 60)
+    return f"{minutes}m{rest:02d}s"
+
+
 @dataclass(frozen=True)
 class Status:
     """What the status bar shows.
@@ -46,20 +62,94 @@ class Status:
     Attributes:
         model: the model spec in force.
         session_id: the session id.
+        session_name: the session's name, shown instead of the id when set.
         workspace: the workspace root.
         state: ``idle``, ``running``, ``cancelling`` or ``approval``.
         step: the current step (model call) of the running execution, or 0.
         max_steps: the step cap in force, or 0 when unknown.
         last_verdict: verdict of the last finished run, if any.
+        elapsed_s: seconds since the run started (shown while it runs), or None.
+        frame: spinner frame shown while running (advanced by a timer).
     """
 
     model: str = ""
     session_id: str = ""
+    session_name: str | None = None
     workspace: str = ""
     state: str = "idle"
     step: int = 0
     max_steps: int = 0
     last_verdict: str | None = None
+    elapsed_s: float | None = None
+    frame: int = 0
+
+
+def _state_text(s: Status) -> str:
+    if s.state == "running":
+        state = f"{SPINNER[s.frame % len(SPINNER)]} running"
+    else:
+        state = {"cancelling": "● cancelling…", "approval": "⏸ approval"}.get(s.state, "○ idle")
+    if s.state in ("running", "approval") and s.step:
+        state += f" · step {s.step}/{s.max_steps}" if s.max_steps else f" · step {s.step}"
+    if s.state in ("running", "cancelling") and s.elapsed_s is not None:
+        state += f" · {format_elapsed(s.elapsed_s)}"
+    return state
+
+
+_SHRINK_ORDER = (4, 4, 4, 4, 3, 2, 3, 3, 2, 2)
+"""Which segment gives way next (index into the segments of :func:`status_text`): the
+workspace shortens then goes, the "session" label goes, the "last" label goes, the
+session shortens then goes, and the verdict shrinks to its glyph."""
+
+
+def status_text(s: Status, width: int) -> Text:
+    """The status line for ``width`` cells, shrinking the least important parts first.
+
+    Segments, most important first: run state (step, elapsed time), model, last
+    verdict, session (name or id), workspace. When they do not fit they give way in
+    :data:`_SHRINK_ORDER`; whatever still overflows ends with an ellipsis.
+
+    Args:
+        s: what to show.
+        width: the cells available.
+    """
+    session = s.session_name or s.session_id
+    glyph = verdict_glyph(s.last_verdict) if s.last_verdict else ""
+    # Variants from richest to poorest ("" drops the segment) and the style of each segment.
+    segments: list[tuple[list[str], str]] = [
+        ([_state_text(s)], "bold"),
+        ([short_model(s.model)], ""),
+        ([f"last {glyph} {s.last_verdict}", f"{glyph} {s.last_verdict}", f"last {glyph}"]
+         if s.last_verdict else [""], ""),
+        ([f"session {session}", session, short_path(session, 16), ""] if session else [""], "dim"),
+        ([short_path(s.workspace, n) for n in (len(s.workspace), 24, 14)] + [""] if s.workspace else [""], "dim"),
+    ]
+    chosen = [0] * len(segments)
+
+    def length() -> int:
+        parts = [variants[i] for (variants, _), i in zip(segments, chosen, strict=True) if variants[i]]
+        return cell_len(" " + _SEPARATOR.join(parts))
+
+    for index in _SHRINK_ORDER:
+        if length() <= width:
+            break
+        chosen[index] = min(chosen[index] + 1, len(segments[index][0]) - 1)
+    workspace = segments[-1][0]
+    if s.workspace and chosen[-1] > 0:  # a shortened (or dropped) workspace takes all the room left
+        workspace[-1] = ""
+        chosen[-1] = len(workspace) - 1
+        room = width - length() - cell_len(_SEPARATOR)
+        if room >= 10:
+            workspace[-1] = short_path(s.workspace, room)
+    text = Text(no_wrap=True, overflow="ellipsis")
+    first = True
+    for (variants, style), i in zip(segments, chosen, strict=True):
+        if not variants[i]:
+            continue
+        text.append(" " if first else _SEPARATOR, style="bold" if first else "")
+        text.append(variants[i], style=style)
+        first = False
+    return text
 
 
 class StatusBar(Static):
@@ -68,20 +158,8 @@ class StatusBar(Static):
     status: reactive[Status] = reactive(Status, layout=False)
 
     def render(self) -> Text:
-        """Draw the current :class:`Status` as one line."""
-        s = self.status
-        text = Text(no_wrap=True, overflow="ellipsis")
-        state = {"running": "● running", "cancelling": "● cancelling…", "approval": "⏸ approval"}.get(
-            s.state, "○ idle")
-        if s.state in ("running", "approval") and s.step:
-            state += f" · step {s.step}/{s.max_steps}" if s.max_steps else f" · step {s.step}"
-        text.append(f" {state} ", style="bold")
-        text.append(f"│ {short_model(s.model)} ")
-        if s.last_verdict:
-            text.append(f"│ last {verdict_glyph(s.last_verdict)} {s.last_verdict} ")
-        text.append(f"│ session {s.session_id} ", style="dim")
-        text.append(f"│ {short_path(s.workspace, 32)}", style="dim")
-        return text
+        """Draw the current :class:`Status` as one line that fits the bar."""
+        return status_text(self.status, self.size.width or 80)
 
     def watch_status(self, status: Status) -> None:
         """Reflect the run state in a CSS class (``-running``, ``-idle``…)."""
