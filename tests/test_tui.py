@@ -24,6 +24,7 @@ from amos.tui.widgets.assistant import AssistantText
 from amos.tui.widgets.command_output import CommandOutput
 from amos.tui.widgets.notice import NoticeLine
 from amos.tui.widgets.receipt import ReceiptPanel
+from amos.tui.widgets.tool_line import format_duration
 
 SIZE = (100, 32)
 
@@ -136,8 +137,11 @@ async def test_write_file_opens_the_approval_modal_and_approving_writes(make_run
         await wait_for(pilot, lambda: app.receipts and not app.busy)
         assert (workspace / "notes.txt").read_text(encoding="utf-8") == content
         assert app.receipts[-1].verdict == "ANSWERED"
-        assert app.conversation.tool_line("w1").status == "succeeded"
-        assert any("approved write_file" in n.text for n in notices(app))
+        line = app.conversation.tool_line("w1")
+        assert line.status == "succeeded" and line.approved
+        decision_lines = [t for t in shown_text(app).splitlines() if "approved" in t]
+        assert decision_lines == ["✓ write_file notes.txt (12 bytes)  approved  " + format_duration(line.duration_s)], \
+            "the decision is shown once, on the call's own line"
 
 
 async def test_denying_with_a_reason_leaves_the_file_absent_and_tells_the_model(make_runner, workspace):

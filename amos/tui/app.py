@@ -38,6 +38,7 @@ from amos.host import Opened, RunOptions, open_runner
 from amos.policy.stop import StopReceipt
 from amos.slash import execute_line, parse_line
 from amos.tui.screens.approval import ApprovalAnswer, ApprovalScreen
+from amos.tui.texts import demo_banner, exit_message, resumed_notice
 from amos.tui.widgets import (
     assistant,
     command_output,
@@ -50,21 +51,17 @@ from amos.tui.widgets import (
 )
 from amos.tui.widgets.conversation import ConversationView
 from amos.tui.widgets.notice import LEVEL_GLYPHS
-from amos.tui.widgets.prompt_input import PromptInput
+from amos.tui.widgets.prompt_input import PromptInput, command_hint
 from amos.tui.widgets.status_bar import Status, StatusBar
-from amos.tui.widgets.tool_line import call_detail
+from amos.tui.widgets.tool_line import call_detail, exit_code_of
 
 DOUBLE_ESCAPE_S = 1.0
 """Two Esc presses within this many seconds cancel a running run."""
 
 BUSY_NOTICE = "a run is active: wait for it to end, or press Ctrl+C (or Esc twice) to cancel it"
-
-
-def demo_banner(workspace: Path) -> str:
-    """The banner shown in the offline demo mode (issue 2, "Model selection")."""
-    return (f"offline demo mode: scripted demo model in a temporary copy of the demo workspace "
-            f"({workspace}); choose a model with --model. Send any prompt (e.g. \"fix the tests\") "
-            f"to watch it work.")
+IDLE_INTERRUPT_NOTICE = "nothing to cancel — Ctrl+Q quits"
+TICK_S = 0.2
+"""How often the status bar's spinner and elapsed time advance while a run is active."""
 
 
 class AmosApp(App[int]):
@@ -115,7 +112,11 @@ class AmosApp(App[int]):
         self._approval: ApprovalScreen | None = None
         self._last_escape = 0.0
         self._notice_transient = True
+        self._notice_hint = False
         self._quit_requested: bool | None = None
+        self._run_started = 0.0
+        self._frame = 0
+        self._ticker: Any = None
 
     # ------------------------------------------------------------------ layout
 
@@ -145,10 +146,13 @@ class AmosApp(App[int]):
         """Banner and warnings, the saved transcript, then resume a WAITING session."""
         conv = self.conversation
         if self.opened.demo:
-            await conv.add_notice(demo_banner(self.opened.demo_workspace or self.runner.workspace), "banner")
+            await conv.add_notice(demo_banner(self.opened.demo_workspace or self.runner.workspace,
+                                              writes_allowed=self.opened.demo_workspace is not None), "banner")
         for warning in self.opened.warnings:
             await conv.add_notice(warning, "warning")
         await self._show_history()
+        if self.options is not None and self.options.session:
+            await conv.add_notice(resumed_notice(self.runner))
         self._refresh_status()
         self.prompt_input.focus()
         if self.runner.is_waiting:
@@ -180,10 +184,27 @@ class AmosApp(App[int]):
     def _refresh_status(self) -> None:
         runner = self.runner
         last = runner.session.last_stop
+        elapsed = time.monotonic() - self._run_started if self._busy else None
         self.query_one(StatusBar).status = Status(
-            model=runner.model_spec, session_id=runner.session_id, workspace=str(runner.workspace),
-            state=self._state, step=self._step, max_steps=self._max_steps,
-            last_verdict=last.verdict if last is not None else None)
+            model=runner.model_spec, session_id=runner.session_id, session_name=runner.session.name,
+            workspace=str(runner.workspace), state=self._state, step=self._step, max_steps=self._max_steps,
+            last_verdict=last.verdict if last is not None else None, elapsed_s=elapsed, frame=self._frame)
+
+    def _tick(self) -> None:
+        """Advance the spinner and the elapsed time while a run is active (liveness)."""
+        self._frame += 1
+        self._refresh_status()
+
+    def _start_ticker(self) -> None:
+        self._stop_ticker()
+        self._run_started = time.monotonic()
+        self._frame = 0
+        self._ticker = self.set_interval(TICK_S, self._tick)
+
+    def _stop_ticker(self) -> None:
+        ticker, self._ticker = self._ticker, None
+        if ticker is not None:
+            ticker.stop()
 
     def show_notice_line(self, text: str, level: str = "info", *, transient: bool = False) -> None:
         """Put ``text`` on the notice line above the input (the latest host notice).
@@ -200,8 +221,28 @@ class AmosApp(App[int]):
         for name in LEVEL_GLYPHS:
             line.set_class(name == level, f"-{name}")
         self._notice_transient = transient or not text
+        self._notice_hint = False
+
+    def _show_hint(self, text: str) -> None:
+        """A typing hint (usage, completions): replaced or cleared as the input changes."""
+        self.show_notice_line(text, "info", transient=True)
+        self._notice_hint = True
 
     # ------------------------------------------------------------------ input
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """While a slash command is typed, show its usage (or the matching names)."""
+        if event.input is not self.prompt_input:
+            return
+        hint = command_hint(event.value)
+        if hint:
+            self._show_hint(hint)
+        elif self._notice_hint:
+            self.show_notice_line("")
+
+    def on_prompt_input_hint(self, message: PromptInput.Hint) -> None:
+        """Tab found several completions (or none): say which."""
+        self._show_hint(message.text)
 
     async def on_input_submitted(self, event: Input.Submitted) -> None:
         """Enter: a slash command runs now; a prompt starts a run (refused while one is active)."""
@@ -249,7 +290,6 @@ class AmosApp(App[int]):
         except SlashCommandError as exc:
             message = f"{exc}; usage: {exc.usage}" if exc.usage else str(exc)
             await conv.add_notice(message, "error")
-            self.show_notice_line(message, "error")
             return
         except AmosError as exc:
             await conv.add_notice(str(exc), "error")
@@ -263,9 +303,12 @@ class AmosApp(App[int]):
             await conv.add_command_output(result.text)
             await self.load_session(result.action_arg)
             return
-        await conv.add_command_output(result.text, result.result, ok=result.ok)
-        if not result.ok:
-            self.show_notice_line(result.text.splitlines()[0] if result.text else "failed", "error")
+        await conv.add_command_output(result.text, result.result, ok=result.ok, command=line)
+        if result.save and self._autosave():
+            try:
+                self.runner.save()
+            except AmosError as exc:
+                await conv.add_notice(f"not saved: {exc}", "error")
         self._refresh_status()
 
     # ------------------------------------------------------------------ runs
@@ -274,6 +317,7 @@ class AmosApp(App[int]):
         self._busy = True
         self._cancel_pending = False
         self._step = 0
+        self._start_ticker()
         self._set_state("running")
         self._consume(events)
 
@@ -292,6 +336,7 @@ class AmosApp(App[int]):
         finally:
             self._busy = False
             self._cancel_pending = False
+            self._stop_ticker()
             self._close_approval()
             self._set_state("idle")
             if self._quit_requested is not None:
@@ -307,7 +352,7 @@ class AmosApp(App[int]):
                 self._set_state("running")
         elif isinstance(event, ToolCallFinished):
             await conv.tool_status(event.call_id, event.tool, event.summary, event.status,
-                                   event.duration_s, event.error)
+                                   event.duration_s, event.error, exit_code_of(event.content))
         elif isinstance(event, StepStarted):
             await conv.end_assistant()
             self._step, self._max_steps = event.step, event.max_steps
@@ -344,14 +389,11 @@ class AmosApp(App[int]):
             if self._approval is screen:
                 self._approval = None
             approved, reason = answer if answer is not None else (False, None)
+            # The decision is shown on the call's own line, before the runner goes on
+            # (its ToolCallStarted/Finished then update that same line): one line per call.
+            self.conversation.tool_decision(request.call_id, approved)
+            self.show_notice_line("")
             self.runner.answer_approval(request.call_id, approved, reason)
-            if approved:
-                text = f"approved {call} (once)"
-            else:
-                text = f"denied {call}" + (f": {reason}" if reason else "")
-            level = "approved" if approved else "denied"
-            await self.conversation.add_notice(text, level)
-            self.show_notice_line(text, level, transient=True)
             if self._busy and self._state == "approval":
                 self._set_state("running")
 
@@ -380,11 +422,12 @@ class AmosApp(App[int]):
         elif self.prompt_input.value:
             self.prompt_input.value = ""
         else:
-            self.show_notice_line("nothing is running · Ctrl+Q (or /quit) quits", transient=True)
+            self.show_notice_line(IDLE_INTERRUPT_NOTICE, transient=True)
 
     def action_escape(self) -> None:
-        """Esc twice within a second cancels a running run."""
+        """Esc twice within a second cancels a running run; when idle, Esc returns to the input."""
         if not self._busy:
+            self.prompt_input.focus()
             return
         now = time.monotonic()
         if now - self._last_escape <= DOUBLE_ESCAPE_S:
@@ -457,8 +500,8 @@ class AmosApp(App[int]):
         old, self.runner, self.opened = self.runner, runner, opened
         old.close()
         await conv.clear()
-        await conv.add_notice(f"loaded session {runner.session_id}")
         await self._show_history()
+        await conv.add_notice(resumed_notice(runner, "loaded"))
         self._refresh_status()
         if runner.is_waiting:
             await conv.add_notice("this session paused waiting for approval; asking you now", "approval")
@@ -474,6 +517,9 @@ def run_tui(options: RunOptions) -> int:
     Args:
         options: the command line's options (``interactive`` should be True).
 
+    After the app exits, one line on stdout says whether the session was saved and
+    how to reopen it (:func:`amos.tui.texts.exit_message`).
+
     Returns:
         The process exit code (0 after a normal exit).
 
@@ -487,7 +533,8 @@ def run_tui(options: RunOptions) -> int:
         app.run()
     finally:
         app.runner.close()
+    print(exit_message(app.runner), flush=True)
     return app.return_code or 0
 
 
-__all__ = ["AmosApp", "run_tui", "demo_banner"]
+__all__ = ["AmosApp", "run_tui", "demo_banner", "exit_message"]

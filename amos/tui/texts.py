@@ -1,0 +1,70 @@
+"""Sentences the TUI says about the session as a whole: the demo banner, what was
+resumed, and the line printed after the app exits.
+
+They read only the runner's host API (``session_id``, ``session``, ``store`` via
+``autosave``/``session_path``), so they are plain functions, easy to test.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def demo_banner(workspace: Path, *, writes_allowed: bool = True) -> str:
+    """The banner shown in the offline demo mode (issue 2, "Model selection").
+
+    Args:
+        workspace: the demo's workspace (a temporary copy of the demo project).
+        writes_allowed: True when the demo lets writes and commands run without
+            asking (it does in its temporary copy).
+    """
+    text = f"offline demo mode: a scripted demo model in a temporary copy of the demo workspace ({workspace})"
+    if writes_allowed:
+        text += "; writes and commands run without asking in this temporary copy"
+    return text + ". Send any prompt (e.g. \"fix the tests\") to watch it work; choose a real model with --model."
+
+
+def session_label(runner: Any) -> str:
+    """``NAME (ID)`` for a named session, else its id.
+
+    Args:
+        runner: the ``AgentRunner``.
+    """
+    name = runner.session.name
+    return f"{name} ({runner.session_id})" if name else runner.session_id
+
+
+def resumed_notice(runner: Any, verb: str = "resumed") -> str:
+    """``resumed session NAME (ID)``, with the session's title when it has no name.
+
+    Args:
+        runner: the ``AgentRunner`` of the reopened session.
+        verb: ``resumed`` (``--session``) or ``loaded`` (``/session load``).
+    """
+    text = f"{verb} session {session_label(runner)}"
+    title = runner.session.title
+    if title and not runner.session.name:
+        text += f": {title}"
+    return text
+
+
+def exit_message(runner: Any) -> str:
+    """The line printed after the TUI exits: where the session is and how to reopen it.
+
+    Args:
+        runner: the ``AgentRunner`` the app ended with (possibly already closed).
+
+    Returns:
+        ``session saved — reopen with: amos --session ID`` (``session NAME saved …``
+        for a named one; the command names the id, as names need not be unique) when
+        the session file exists; otherwise why it was not saved (``--no-save``, or
+        nothing was sent). It fits 80 columns unless the name is long.
+    """
+    if runner.store is None:
+        return f"session {runner.session_id} not saved (--no-save)"
+    path = runner.session_path
+    if path is None or not Path(path).exists():
+        return f"session {runner.session_id} not saved: nothing was sent"
+    name = f"session {runner.session.name}" if runner.session.name else "session"
+    return f"{name} saved — reopen with: amos --session {runner.session_id}"
