@@ -271,6 +271,7 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
             policy_hash=_policy_hash(config),
             loop_policy_enabled=policy is not None,
             max_recovery_attempts=policy.max_recovery_attempts if policy else None,
+            autosave=bool(config.sessions.autosave) or not options.interactive,
         )
         session.host = HostSettings(
             model=model,

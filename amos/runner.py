@@ -76,6 +76,8 @@ class RunSettings:
         policy_hash: hash of the loop policy and doom-loop config in force.
         loop_policy_enabled: whether a loop policy is configured.
         max_recovery_attempts: the loop policy's recovery limit, when configured.
+        autosave: save the session at the end of every run (always for ``amos run``;
+            ``sessions.autosave`` in the TUI).
     """
 
     max_steps: int = 20
@@ -90,6 +92,7 @@ class RunSettings:
     policy_hash: str | None = None
     loop_policy_enabled: bool = False
     max_recovery_attempts: int | None = None
+    autosave: bool = True
 
 
 @dataclass
@@ -200,7 +203,7 @@ class AgentRunner:
     @property
     def autosave(self) -> bool:
         """Whether the session is saved automatically (``sessions.autosave`` and not ``--no-save``)."""
-        return self.store is not None and bool(getattr(getattr(self.config, "sessions", None), "autosave", True))
+        return self.store is not None and self.settings.autosave
 
     def summarize_call(self, call: ToolCallPart) -> str:
         """A one-line summary of a tool call for display (never raises)."""
@@ -656,7 +659,7 @@ class AgentRunner:
                 output_tokens=rec.usage.output_tokens - ex.usage_at_start.output_tokens,
                 model_calls=rec.usage.model_calls - ex.usage_at_start.model_calls))
             path = None
-            if self.store is not None:
+            if self.autosave:
                 try:
                     path = str(self.store.save(self.session))
                 except SessionError as exc:
