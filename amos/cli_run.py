@@ -86,6 +86,10 @@ def read_prompt(prompt: str | None, stdin: TextIO) -> str:
         raise UsageError("no prompt: pass PROMPT, '-' to read stdin, or pipe it in (`amos run --demo` for the demo)")
     else:
         text = prompt
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError("the prompt is not valid UTF-8 text") from None
     if not text.strip():
         raise UsageError("the prompt is empty")
     return text
@@ -250,10 +254,15 @@ def _run_slash(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
 
 
 def _guarded(fn, *args, **kwargs) -> int:
+    """Run a command body; a domain error becomes one line (and, with --json, one JSON object)."""
     try:
         return fn(*args, **kwargs)
     except AmosError as exc:
         print(f"amos: {exc}", file=sys.stderr)
+        if kwargs.get("json_out"):
+            code = getattr(exc, "code", None) or type(exc).__name__
+            print(json.dumps({"session_id": None, "ok": False,
+                              "error": {"code": str(code).upper(), "message": str(exc)}}, ensure_ascii=False))
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

@@ -69,6 +69,7 @@ from amos.config_models import (
     parse_model,
 )
 from amos.errors import ConfigError
+from amos.redact import mask_url
 
 # --------------------------------------------------------------------------- errors
 
@@ -189,6 +190,8 @@ def format_validation_error(exc: ValidationError, file: Path | str | None) -> Co
         got = err["input"]
         if err["type"] == "too_long" and isinstance(got, list):
             message += f" (got {len(got)})"
+        elif loc and (str(loc[-1]) == "api_key_env" or str(loc[-1]).endswith("url")):
+            pass  # the value may be a pasted key or a URL with credentials: never echo it
         else:
             message += f" (got {_show(got)})"
     return ConfigError(message, file=label, json_path=json_path)
@@ -228,6 +231,8 @@ def _parse_json(data: bytes, file: str) -> dict[str, Any]:
         raise ConfigError("not UTF-8 text", file=file) from None
     try:
         value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except RecursionError:
+        raise ConfigError("invalid JSON: nested too deeply", file=file) from None
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=file
@@ -504,7 +509,8 @@ def mask_secrets(data: dict[str, Any]) -> dict[str, Any]:
 
     A key containing ``key``, ``token``, ``secret``, ``password`` or ``authorization``
     (any case) whose value is a non-empty string is masked, at any depth, except
-    ``api_key_env`` (its value is a variable name). Keys of name-to-value maps
+    ``api_key_env`` (its value is a variable name). URLs (keys ending in ``url``) keep
+    their host but lose a password and secret-looking query values. Keys of name-to-value maps
     (``permissions``, ``trusted_projects``) are names, not settings, and are kept.
     """
 
@@ -519,6 +525,8 @@ def mask_secrets(data: dict[str, Any]) -> dict[str, Any]:
                 out[key] = copy.deepcopy(item)
             elif isinstance(item, str) and item and _is_secret(key):
                 out[key] = "****"
+            elif isinstance(item, str) and item and key.endswith("url"):
+                out[key] = mask_url(item)
             else:
                 out[key] = walk(item)
         return out

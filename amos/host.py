@@ -23,6 +23,7 @@ from typing import Any
 from amos import paths
 from amos.context import build_system_prompt
 from amos.errors import AmosError, ConfigError, UsageError
+from amos.redact import strip_url_secrets
 from amos.sessions import HostSettings, Session, SessionStore
 
 NO_MODEL_HELP = (
@@ -128,28 +129,13 @@ def _policy_hash(config: Any) -> str:
     return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()
 
 
-def remembered_base_url(url: str | None) -> str | None:
-    """``url`` as a session may remember it: without a password or secret-looking query.
-
-    A base URL can carry credentials (``https://user:pass@proxy/v1``,
-    ``?api_key=…``); those never reach a session file (DESIGN.md "Storage"), so a
-    resumed session needs ``--base-url`` again to use them.
-    """
-    if not url:
-        return url
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
+def _is_utf8(text: str) -> bool:
+    """False when ``text`` holds undecodable bytes (lone surrogates from the OS)."""
     try:
-        parts = urlsplit(url)
-        netloc = parts.netloc
-        if parts.password is not None:
-            host = netloc.rsplit("@", 1)[1]
-            netloc = f"{parts.username}@{host}" if parts.username else host
-        query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-                           if not any(w in k.lower() for w in ("key", "token", "secret", "sig", "auth", "pass"))])
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    except ValueError:
-        return None
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _key_variables(config: Any) -> set[str]:
@@ -183,7 +169,9 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
 
     session: Session
     lock = None
-    if options.session:
+    if options.session is not None:
+        if not options.session.strip():
+            raise UsageError("--session needs a session id, a name or 'latest'")
         session_id = store.resolve(options.session)
         lock = store.lock(session_id)
         try:
@@ -223,10 +211,14 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
             if not workspace.is_absolute():
                 workspace = cwd / workspace
         workspace = workspace.expanduser().resolve()
+        if not str(workspace).isascii() and not _is_utf8(str(workspace)):
+            raise UsageError(f"workspace path {str(workspace)!r} is not valid UTF-8; choose a folder with a UTF-8 name")
         if not workspace.is_dir():
             raise UsageError(f"workspace {workspace} is not a folder; pass --workspace DIR")
         opened.demo = demo
 
+        if options.verify is not None and (not options.verify.strip() or not _is_utf8(options.verify)):
+            raise UsageError("--verify needs a command (non-blank UTF-8 text) that exits 0 when the work is done")
         verify = options.verify if options.verify is not None else host.verify
         if verify is None and config.loop_policy and config.loop_policy.completion:
             verify = config.loop_policy.completion.command
@@ -248,6 +240,9 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
             return create_provider(spec, config=config, base_url=base_url, state=session.provider_state, cwd=cwd)
 
         if model.startswith("scripted:"):
+            from amos.providers import parse_model_spec
+
+            parse_model_spec(model)
             model = "scripted:" + str((cwd / model[len("scripted:"):]).resolve())
         provider = factory(model)
         tools = ToolManager(
@@ -275,7 +270,7 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
         )
         session.host = HostSettings(
             model=model,
-            base_url=remembered_base_url(base_url),
+            base_url=strip_url_secrets(base_url),
             workspace=str(workspace),
             config_path=str((cwd / options.config_path).resolve()) if options.config_path else host.config_path,
             verify=verify,

@@ -438,8 +438,9 @@ class AgentRunner:
         try:
             async for event in self.provider.stream(request):
                 if isinstance(event, TextDeltaEvent):
-                    text.append(event.text)
-                    self._emit(ex, TextDelta(text=event.text))
+                    delta = clean_text(event.text)
+                    text.append(delta)
+                    self._emit(ex, TextDelta(text=delta))
                 elif isinstance(event, ToolCallEvent):
                     calls.append(event.call)
                 elif isinstance(event, FinishEvent):
@@ -590,7 +591,8 @@ class AgentRunner:
     def _record_outcome(self, ex: _Execution, call: ToolCallPart, outcome: ToolOutcome) -> None:
         ex.running.discard(call.call_id)
         ex.answered.add(call.call_id)
-        result = ToolResultPart(call_id=call.call_id, tool_name=call.tool_name, content=outcome.content,
+        content = clean_text(outcome.content)
+        result = ToolResultPart(call_id=call.call_id, tool_name=call.tool_name, content=content,
                                 is_error=outcome.status != "succeeded", status=outcome.status)
         self.session.messages.append(Message.tool_result(result))
         rec = ex.record
@@ -602,8 +604,8 @@ class AgentRunner:
             rec.effect_succeeded = True
         self._emit(ex, ToolCallFinished(
             call_id=call.call_id, tool=call.tool_name, summary=self.tools.summarize(call),
-            status=outcome.status, duration_s=round(outcome.duration_s, 3), error=outcome.error,
-            content=outcome.content))
+            status=outcome.status, duration_s=round(outcome.duration_s, 3),
+            error=clean_text(outcome.error) if outcome.error else None, content=content))
 
     def _close_open_calls(self, ex: _Execution) -> None:
         """Give every call of the last turn without a result one, so history stays valid."""

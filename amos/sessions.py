@@ -8,7 +8,9 @@ a default so older files still load.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import secrets
 import shutil
@@ -26,6 +28,8 @@ from amos.policy.stop import CompletionResult, LoopDiagnostics, LoopObservation,
 
 SESSION_VERSION = 1
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$")
+_GENERATED_ID_RE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
 
 
 def utc_now() -> str:
@@ -144,6 +148,24 @@ class SessionSummary(_Model):
     path: str
 
 
+def check_session_name(name: str, existing_ids: list[str] | None = None) -> str:
+    """Validate a session name given with ``/session save NAME``.
+
+    Names are 1-64 characters of letters, digits, space, ``.``, ``_`` and ``-``,
+    starting with a letter or digit; they may not look like a session id, equal an
+    existing id, or be ``latest`` (so an id always means the same session).
+
+    Raises:
+        SessionError: ``bad_name`` saying what is accepted.
+    """
+    accepted = ("a session name is 1-64 letters, digits, spaces, '.', '_' or '-', starting with a "
+                "letter or digit, and not a session id or 'latest'")
+    if (not _NAME_RE.match(name) or _GENERATED_ID_RE.match(name) or name == "latest"
+            or name in (existing_ids or [])):
+        raise SessionError("bad_name", f"invalid session name {name!r}: {accepted}")
+    return name
+
+
 def new_session_id() -> str:
     """A sortable, unique session id such as ``20261130-031500-a1b2c3``."""
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
@@ -159,6 +181,16 @@ class SessionStore:
 
     def __init__(self, root: Path):
         self.root = Path(root)
+
+    def _ensure_root(self) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise SessionError(
+                "unavailable",
+                f"cannot create the session folder {self.root}: {exc.strerror or exc} "
+                "(check AMOS_HOME or sessions.directory in the config)",
+            ) from None
 
     def session_dir(self, session_id: str) -> Path:
         """Folder of one session."""
@@ -212,6 +244,8 @@ class SessionStore:
             raise SessionError("not_found", f"no session {id_or_name!r} in {self.root}") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise SessionError("corrupt", f"{path}: cannot read session: {exc}") from None
+        except RecursionError:
+            raise SessionError("corrupt", f"{path}: cannot read session: JSON nested too deeply") from None
         if not isinstance(data, dict):
             raise SessionError("corrupt", f"{path}: session file is not a JSON object")
         version = data.get("version")
@@ -242,8 +276,8 @@ class SessionStore:
             text = session.model_dump_json(indent=1, exclude_none=False)
         except ValueError as exc:
             raise SessionError("write_failed", f"cannot save session to {path}: {exc}", exit_code=1) from None
+        self._ensure_root()
         try:
-            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
             self.session_dir(session.id).mkdir(exist_ok=True, mode=0o700)
             atomic_write_text(path, text)
         except OSError as exc:
@@ -265,6 +299,8 @@ class SessionStore:
                 continue
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
+                if not isinstance(data.get("messages") or [], list):
+                    raise ValueError("messages is not a list")
                 last = data.get("last_stop") or {}
                 rows.append(
                     SessionSummary(
@@ -278,7 +314,7 @@ class SessionStore:
                         path=str(path),
                     )
                 )
-            except (OSError, ValueError, AttributeError):
+            except (OSError, ValueError, AttributeError, RecursionError):
                 rows.append(
                     SessionSummary(id=child.name, name=None, title="(unreadable)", updated_at="",
                                    messages=0, last_verdict=None, model=None, path=str(path))
@@ -298,6 +334,8 @@ class SessionStore:
             shutil.rmtree(self.session_dir(session_id))
         finally:
             lock.release()
+        with contextlib.suppress(OSError):
+            os.unlink(self.root / f".{session_id}.lock")
         return session_id
 
     def lock(self, session_id: str) -> FileLock:
@@ -309,7 +347,7 @@ class SessionStore:
         Raises:
             SessionError: ``busy`` when another process holds it.
         """
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._ensure_root()
         lock = FileLock(str(self.root / f".{session_id}.lock"), timeout=0, thread_local=False)
         try:
             lock.acquire()

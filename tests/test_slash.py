@@ -50,7 +50,7 @@ def test_builtins(runner, tmp_path):
     assert execute_line(runner, "/policy").result["loop_policy"] is None
     assert execute_line(runner, "/model").result["model"].startswith("scripted:")
     assert execute_line(runner, "/quit").action == "quit"
-    saved = execute_line(runner, "/session save release prep")
+    saved = execute_line(runner, "/session save \"release prep\"")
     assert saved.ok and runner.session.name == "release prep"
     assert execute_line(runner, "/session list").result["sessions"][0]["name"] == "release prep"
     load = execute_line(runner, f"/session load {runner.session_id}")

@@ -326,3 +326,14 @@ async def test_search_with_catastrophic_regex_stops_within_budget(tmp_path, monk
     outcome = await manager.execute(call, "e")
     assert time.monotonic() - started < 5
     assert outcome.status == "failed" and "ran out of time" in outcome.content
+
+
+async def test_search_does_not_report_a_line_after_the_final_newline(tmp_path):
+    from amos.messages import ToolCallPart
+    from amos.tools import ToolContext, ToolManager, builtin_tools
+
+    (tmp_path / "one.txt").write_text("only line\n")
+    manager = ToolManager(builtin_tools(), context=ToolContext(workspace=tmp_path))
+    call = ToolCallPart(call_id="s", tool_name="search_text", arguments={"pattern": ""})
+    outcome = await manager.execute(call, "e")
+    assert "one.txt:1: only line" in outcome.content and "one.txt:2" not in outcome.content

@@ -111,6 +111,10 @@ def load_script(path: Path) -> tuple[Script, str]:
             and the JSON path (``turns.3.tool_calls.0``) of the first problem.
     """
     try:
+        if not path.is_file():
+            raise ConfigError("a script must be a regular JSON file", file=str(path))
+        if path.stat().st_size > MAX_SCRIPT_BYTES:
+            raise ConfigError(f"script is larger than {MAX_SCRIPT_BYTES} bytes", file=str(path))
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read script: {exc.strerror or exc}", file=str(path)) from None
@@ -123,6 +127,8 @@ def load_script(path: Path) -> tuple[Script, str]:
         raise ConfigError(
             f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=str(path)
         ) from None
+    except RecursionError:
+        raise ConfigError("invalid JSON: nested too deeply", file=str(path)) from None
     if not isinstance(data, dict):
         raise ConfigError(
             'a script is a JSON object like {"version": 1, "turns": [{"text": "hi"}]}, '
@@ -142,6 +148,9 @@ def load_script(path: Path) -> tuple[Script, str]:
             turn = f"turn {err['loc'][1]}: "
         raise ConfigError(f"{turn}{msg}", file=str(path), json_path=loc or None) from None
 
+
+MAX_SCRIPT_BYTES = 16 * 1024 * 1024
+"""Largest script file accepted (bytes)."""
 
 _DELTA = re.compile(r"\S+\s*|\s+")
 

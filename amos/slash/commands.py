@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from amos.errors import AmosError, SessionError, SlashCommandError
+from amos.sessions import check_session_name
 from amos.slash.parser import parse_line, split_tokens
 
 DEFAULT_WINDOW_TOKENS = 32000
@@ -165,9 +166,17 @@ def _session(runner: Any, rest: str, line: str) -> SlashResult:
     tokens, remainder = split_tokens(rest, 1, rest=True)
     sub = tokens[0] if tokens else ""
     if sub == "save":
-        name = remainder.strip() or None
-        if name is not None and (len(name) > 128 or "\n" in name):
-            raise SlashCommandError("NAME must be one line of at most 128 characters", usage="/session save [NAME]")
+        names, extra = split_tokens(remainder, 1)
+        if extra:
+            raise SlashCommandError("NAME is one token; put a name with spaces in double quotes",
+                                    usage="/session save [NAME]")
+        name = names[0] if names else None
+        if name is not None:
+            existing = [r.id for r in runner.store.list()] if runner.store else []
+            try:
+                check_session_name(name, existing)
+            except SessionError as exc:
+                raise SlashCommandError(str(exc), usage="/session save [NAME]") from None
         try:
             path = runner.save(name)
         except SessionError as exc:

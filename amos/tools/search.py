@@ -151,7 +151,10 @@ def _search_sync(
         shown = display_path(root, path)
         found = False
         text = data.decode("utf-8", errors="replace")
-        for number, line in enumerate(text.split("\n"), start=1):
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()  # a final newline ends the last line; it does not start another
+        for number, line in enumerate(lines, start=1):
             if stop.is_set():
                 break
             try:

@@ -1,0 +1,56 @@
+"""Keeping credentials out of files and off the screen (DESIGN.md "Storage").
+
+URLs are where secrets hide in otherwise harmless settings: a base URL may carry a
+password (``https://user:pass@proxy/v1``) or a key in its query (``?api_key=…``).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+_SECRET_WORDS = ("key", "token", "secret", "sig", "auth", "pass")
+MASK = "****"
+
+
+def _secret_param(name: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in _SECRET_WORDS)
+
+
+def _rewrite(url: str, *, keep_masked: bool) -> str | None:
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if parts.password is not None:
+            host = netloc.rsplit("@", 1)[1]
+            user = parts.username or ""
+            if keep_masked:
+                netloc = f"{user}:{MASK}@{host}"
+            else:
+                netloc = f"{user}@{host}" if user else host
+        pairs = []
+        for name, value in parse_qsl(parts.query, keep_blank_values=True):
+            if _secret_param(name):
+                if keep_masked:
+                    pairs.append((name, MASK))
+            else:
+                pairs.append((name, value))
+        return urlunsplit((parts.scheme, netloc, parts.path, urlencode(pairs, safe="*"), parts.fragment))
+    except ValueError:
+        return None
+
+
+def mask_url(url: str) -> str:
+    """``url`` for display: a password and secret-looking query values become ``****``."""
+    masked = _rewrite(url, keep_masked=True)
+    return masked if masked is not None else MASK
+
+
+def strip_url_secrets(url: str | None) -> str | None:
+    """``url`` as it may be stored: without a password or secret-looking query parameters.
+
+    Returns None for a URL that cannot be parsed (it is then not stored at all).
+    """
+    if not url:
+        return url
+    return _rewrite(url, keep_masked=False)
