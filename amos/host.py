@@ -295,6 +295,8 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
     except BaseException:
         if lock is not None:
             lock.release()
+        if opened.demo_workspace is not None:
+            shutil.rmtree(opened.demo_workspace, ignore_errors=True)
         raise
     return runner, opened
 
