@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
+import re
+import secrets
 import shlex
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
 from amos.messages import ToolCallPart
 from amos.tools import ToolContext, ToolManager, ToolOutcome, builtin_tools, child_env
-from amos.tools.command import render_command_result
+from amos.tools.command import MAX_TAIL_BYTES, _punch_hole, render_command_result
 
 _ids = itertools.count()
 PY = shlex.quote(sys.executable)
@@ -32,6 +39,27 @@ def alive(pid: int) -> bool:
     except OSError:
         return True
     return stat[stat.rindex(b")") + 2 :].split()[0] not in (b"Z", b"X")
+
+
+LINUX = sys.platform.startswith("linux")
+needs_setsid = pytest.mark.skipif(
+    not LINUX or shutil.which("setsid") is None, reason="needs Linux /proc and setsid"
+)
+
+
+def processes_with_cmdline(cmdline: bytes) -> list[int]:
+    """Live (non-zombie) processes whose ``/proc/PID/cmdline`` is ``cmdline``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as handle:
+                if handle.read() == cmdline and alive(int(name)):
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
 
 
 async def wait_for_file(path: Path, timeout_s: float = 5.0) -> int:
@@ -185,3 +213,130 @@ async def test_processes_ignoring_sigterm_are_killed(ws: Path) -> None:
     assert outcome.status == "timed_out"
     assert time.monotonic() - started < 4
     assert not alive(int((ws / "stubborn.pid").read_text()))
+
+
+@needs_setsid
+async def test_a_process_in_a_new_session_is_stopped_when_the_command_exits(ws: Path) -> None:
+    started = time.monotonic()
+    outcome = await run(make_manager(ws), "setsid sleep 60 & echo $! > esc.pid; echo s3")
+    assert time.monotonic() - started < 4
+    assert outcome.status == "succeeded"
+    assert outcome.result["exit_code"] == 0
+    assert outcome.result["stdout"] == "s3\n"
+    assert "outside its process group" in outcome.result["stderr"]
+    assert "background processes" not in outcome.result["stderr"]
+    assert not alive(int((ws / "esc.pid").read_text()))
+
+
+@needs_setsid
+async def test_a_process_in_a_new_session_is_stopped_on_timeout(ws: Path) -> None:
+    command = "setsid sh -c 'echo $$ > esc.pid; exec sleep 60' & echo before; sleep 60"
+    started = time.monotonic()
+    outcome = await run(make_manager(ws, timeout_s=0.5), command)
+    assert time.monotonic() - started < 5
+    assert outcome.status == "timed_out"
+    assert "before" in outcome.content
+    assert not alive(int((ws / "esc.pid").read_text()))
+
+
+@needs_setsid
+def test_setsid_through_the_cli_leaves_no_process_and_no_transport_warning(
+    tmp_path: Path,
+) -> None:
+    duration = f"59.{secrets.randbelow(10**6):06d}"  # a command line no other test uses
+    command = f"setsid sleep {duration} & echo s3"
+    script = {
+        "version": 1,
+        "turns": [
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": command}}]},
+            {"text": "done"},
+        ],
+    }
+    (tmp_path / "s.json").write_text(json.dumps(script))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    argv = [sys.executable, "-m", "amos", "run", "--yes", "--json"]
+    argv += ["--script", str(tmp_path / "s.json"), "--workspace", str(ws), "hi"]
+    try:
+        done = subprocess.run(
+            argv,
+            env={**os.environ, "AMOS_HOME": str(home)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "Exception ignored" not in done.stderr
+        assert "Event loop is closed" not in done.stderr
+        assert json.loads(done.stdout)["output_text"] == "done"
+        assert processes_with_cmdline(f"sleep\0{duration}\0".encode()) == []
+    finally:
+        for pid in processes_with_cmdline(f"sleep\0{duration}\0".encode()):
+            os.kill(pid, 9)
+
+
+async def test_huge_output_keeps_memory_bounded_and_the_tail_exact(ws: Path) -> None:
+    total = 50_000_000
+    command = f"yes | head -c {total}; yes e | head -c {total} >&2"
+    tracemalloc.start()
+    try:
+        outcome = await run(make_manager(ws, timeout_s=60), command)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4_000_000
+    assert outcome.status == "succeeded"
+    for stream, line in (("stdout", "y\n"), ("stderr", "e\n")):
+        match = re.fullmatch(
+            r"\[… (\d+) bytes cut; showing the last (\d+) bytes …\]\n(.*)",
+            outcome.result[stream],
+            re.DOTALL,
+        )
+        assert match is not None
+        cut, shown, text = int(match[1]), int(match[2]), match[3]
+        assert cut + shown == total
+        assert 1024 <= shown <= MAX_TAIL_BYTES
+        assert text == line * (shown // 2)
+
+
+def _can_punch_holes() -> bool:
+    with tempfile.TemporaryFile() as handle:
+        handle.write(b"x" * 65536)
+        handle.flush()
+        return _punch_hole(handle.fileno(), 4096)
+
+
+@pytest.mark.skipif(not LINUX, reason="needs Linux /proc")
+async def test_output_files_are_private_unlinked_and_outside_the_workspace(ws: Path) -> None:
+    outcome = await run(make_manager(ws), "readlink /proc/$$/fd/1; stat -L -c %a /proc/$$/fd/2")
+    link, mode = outcome.result["stdout"].splitlines()
+    path = link.removesuffix(" (deleted)")
+    assert link.endswith(" (deleted)")
+    assert mode == "600"
+    assert not path.startswith(str(ws))
+    assert Path(path).name == "stdout"
+    assert not Path(path).parent.exists()
+
+
+@pytest.mark.skipif(not LINUX, reason="needs Linux /proc")
+async def test_disk_space_before_the_tail_is_released_while_running(ws: Path) -> None:
+    if not _can_punch_holes():
+        pytest.skip("the temp file system cannot punch holes")
+    command = "yes | head -c 50000000; echo $$ > shell.pid; sleep 60"
+    task = asyncio.create_task(run(make_manager(ws, timeout_s=60), command))
+    try:
+        shell = await wait_for_file(ws / "shell.pid", timeout_s=30)
+        deadline = time.monotonic() + 5
+        while True:
+            st = os.stat(f"/proc/{shell}/fd/1")
+            if st.st_blocks * 512 < 4_000_000 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
+        assert st.st_size == 50_000_000
+        assert st.st_blocks * 512 < 4_000_000
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task

@@ -5,16 +5,33 @@ its process group id is the shell's pid and everything it starts can be stopped
 together: SIGTERM to the group, then SIGKILL after ``KILL_GRACE_S``. That happens on
 timeout, on asyncio cancellation, and when the shell exits while background processes
 it started are still running. Nothing the command starts inside its process group
-outlives the call. ``run_command`` is not a sandbox: the guard is the ``ask``
-permission.
+outlives the call.
+
+Its stdout and stderr go to two temporary files, not pipes: created 0600 in a private
+directory of the system temp dir and unlinked at once, so only open descriptors reach
+them and nothing is left on disk. No process can hold a pipe open past the call (one
+the command moved to a new session, say with ``setsid``, used to keep the asyncio
+transport alive after the event loop closed), there is only the shell's exit to wait
+for, and only the last bytes of each file are read. While the command runs, the part of
+each file before the kept tail is released (hole punching, where the file system
+supports it), so endless output does not fill the disk. On Linux, once the shell has
+exited, processes still holding either file open (started by the command, but outside
+its process group) are stopped as well; they are found through ``/proc/*/fd``.
+
+A command that reopens its output by name with truncation (``echo x > /dev/stdout``)
+empties what it had written to that stream so far; that is how files behave.
+``run_command`` is not a sandbox: the guard is the ``ask`` permission.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
+import sys
+import tempfile
 import time
 from collections.abc import Coroutine, Iterable, Mapping
 from typing import Any
@@ -32,8 +49,11 @@ MAX_TAIL_BYTES = 32 * 1024
 KILL_GRACE_S = 1.0
 """Seconds between SIGTERM and SIGKILL when stopping a process group."""
 
-PIPE_DRAIN_S = 2.0
-"""Seconds to wait for output pipes to close after the process group is gone."""
+POLL_S = 0.05
+"""Longest pause between two looks at the shell, the process group or the output files."""
+
+RELEASE_STEP_BYTES = 1024 * 1024
+"""Bytes an output file may grow before the tail before its disk space is released."""
 
 
 def child_env(base: Mapping[str, str], key_vars: Iterable[str | None]) -> dict[str, str]:
@@ -65,44 +85,131 @@ class RunCommandArgs(ToolArgs):
     )
 
 
-class _Tail:
-    """The last ``limit`` bytes of a stream, and how many bytes came before them."""
+def _tail_text(data: bytes, cut: int) -> str:
+    """The kept end ``data`` of a stream, after a note when ``cut`` bytes came before it."""
+    if cut:
+        # Drop UTF-8 continuation bytes left over from a character cut in half.
+        start = 0
+        while start < min(len(data), 4) and (data[start] & 0xC0) == 0x80:
+            start += 1
+        data = data[start:]
+        cut += start
+    text = data.decode("utf-8", errors="replace")
+    if cut:
+        return f"[… {cut} bytes cut; showing the last {len(data)} bytes …]\n{text}"
+    return text
 
-    def __init__(self, limit: int):
+
+_FALLOC_FL_KEEP_SIZE = 0x01
+_FALLOC_FL_PUNCH_HOLE = 0x02
+
+
+@functools.cache
+def _fallocate() -> Any:
+    """libc's 64-bit ``fallocate`` on Linux, or None where it cannot be had."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    for name in ("fallocate64", "fallocate"):
+        if name == "fallocate" and ctypes.sizeof(ctypes.c_long) < 8:
+            continue  # a 32-bit off_t
+        func = getattr(libc, name, None)
+        if func is not None:
+            func.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+            func.restype = ctypes.c_int
+            return func
+    return None
+
+
+def _punch_hole(fd: int, length: int) -> bool:
+    """Free the disk space of the first ``length`` bytes of ``fd`` (they read as zeros).
+
+    The file keeps its size and every offset, so a writer appending meanwhile loses
+    nothing. False where hole punching is not available.
+    """
+    func = _fallocate()
+    if func is None or length <= 0:
+        return False
+    return func(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, 0, length) == 0
+
+
+class _Output:
+    """One output stream of the command: an unlinked temporary file and its kept tail."""
+
+    def __init__(self, fd: int, limit: int):
+        self.fd = fd
         self.limit = limit
-        self.buffer = bytearray()
-        self.total = 0
+        self.released = 0
+        self.can_release = True
 
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        self.buffer += chunk
-        if len(self.buffer) > self.limit:
-            del self.buffer[: len(self.buffer) - self.limit]
+    def release(self) -> None:
+        """Free the disk space before the tail once it has grown by ``RELEASE_STEP_BYTES``."""
+        if not self.can_release:
+            return
+        try:
+            size = os.fstat(self.fd).st_size
+        except OSError:
+            return
+        if size < self.released:  # the command truncated its output
+            self.released = 0
+        end = size - self.limit
+        if end - self.released < RELEASE_STEP_BYTES:
+            return
+        if _punch_hole(self.fd, end):
+            self.released = end
+        else:
+            self.can_release = False
 
     def text(self) -> str:
-        data = bytes(self.buffer)
-        cut = self.total - len(data)
-        if cut:
-            # Drop UTF-8 continuation bytes left over from a character cut in half.
-            start = 0
-            while start < min(len(data), 4) and (data[start] & 0xC0) == 0x80:
-                start += 1
-            data = data[start:]
-            cut += start
-        text = data.decode("utf-8", errors="replace")
-        if cut:
-            return f"[… {cut} bytes cut; showing the last {len(data)} bytes …]\n{text}"
-        return text
+        """The last ``limit`` bytes, with a note saying how many bytes came before."""
+        size = os.fstat(self.fd).st_size
+        start = max(0, size - self.limit)
+        chunks: list[bytes] = []
+        offset = start
+        while offset < size:
+            chunk = os.pread(self.fd, size - offset, offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+        return _tail_text(b"".join(chunks), start)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
 
 
-async def _pump(stream: asyncio.StreamReader | None, tail: _Tail) -> None:
-    if stream is None:
-        return
-    while True:
-        chunk = await stream.read(65536)
-        if not chunk:
-            return
-        tail.add(chunk)
+def _open_outputs(limit: int) -> tuple[_Output, _Output]:
+    """Two empty files (stdout, stderr), 0600 in a private temp dir, already unlinked."""
+    directory = tempfile.mkdtemp(prefix="amos-run-")
+    outputs: list[_Output] = []
+    try:
+        for name in ("stdout", "stderr"):
+            path = os.path.join(directory, name)
+            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND
+            outputs.append(_Output(os.open(path, flags, 0o600), limit))
+            os.unlink(path)
+    except BaseException:
+        for output in outputs:
+            output.close()
+        raise
+    finally:
+        for name in ("stdout", "stderr"):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, name))
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
+    return outputs[0], outputs[1]
+
+
+def _release(outputs: Iterable[_Output]) -> None:
+    for output in outputs:
+        output.release()
 
 
 def _group_alive(pgid: int) -> bool:
@@ -149,7 +256,7 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-async def _stop_group(pgid: int) -> None:
+async def _stop_group(pgid: int, outputs: tuple[_Output, ...] = ()) -> None:
     """SIGTERM the process group, then SIGKILL whatever is left after ``KILL_GRACE_S``.
 
     Both signals are sent whatever the liveness probe says (they are harmless to a
@@ -159,26 +266,106 @@ async def _stop_group(pgid: int) -> None:
     deadline = time.monotonic() + KILL_GRACE_S
     while time.monotonic() < deadline and _group_alive(pgid):
         await asyncio.sleep(0.05)
+        _release(outputs)
     _signal_group(pgid, signal.SIGKILL)
     deadline = time.monotonic() + KILL_GRACE_S
     while time.monotonic() < deadline and _group_alive(pgid):
         await asyncio.sleep(0.02)
 
 
-async def _finish_pumps(pumps: list[asyncio.Task[None]]) -> None:
-    """Let the output readers reach end of file; give up after ``PIPE_DRAIN_S``."""
-    _, pending = await asyncio.wait(pumps, timeout=PIPE_DRAIN_S)
-    for task in pending:
-        task.cancel()
-    await asyncio.gather(*pumps, return_exceptions=True)
+def _file_key(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
 
 
-async def _wait_exit(proc: asyncio.subprocess.Process, limit: float) -> bool:
+def _holders(outputs: tuple[_Output, ...]) -> set[int]:
+    """Other processes of another session than ours holding an output file open (Linux).
+
+    Only descendants of the command can have the unlinked files open, and none of them
+    is in our session (the command started a new one); the session test keeps a
+    process of ours that got the descriptor some other way (a fork) out of reach.
+    A link is compared by name first (``readlink`` never touches the file's file
+    system), then confirmed by device and inode. Empty where ``/proc`` is missing.
+    """
+    if not sys.platform.startswith("linux"):
+        return set()
+    try:
+        names = {os.readlink(f"/proc/self/fd/{output.fd}") for output in outputs}
+        keys = {_file_key(os.fstat(output.fd)) for output in outputs}
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+        own_session = os.getsid(0)
+    except OSError:
+        return set()
+    me = os.getpid()
+    found: set[int] = set()
+    for pid in pids:
+        if pid == me:
+            continue
+        fd_dir = f"/proc/{pid}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            link = f"{fd_dir}/{fd}"
+            try:
+                if os.readlink(link) in names and _file_key(os.stat(link)) in keys:
+                    if os.getsid(pid) != own_session:
+                        found.add(pid)
+                    break
+            except OSError:
+                continue
+    return found
+
+
+def _holder_group(pid: int) -> int | None:
+    """The process group of holder ``pid`` when it may be signalled whole, else None."""
+    try:
+        pgid, sid = os.getpgid(pid), os.getsid(pid)
+    except OSError:
+        return None
+    if pgid <= 1 or pgid == os.getpgrp() or sid == os.getsid(0):
+        return None
+    return pgid
+
+
+async def _stop_holders(outputs: tuple[_Output, ...]) -> bool:
+    """Stop processes outside the command's group still holding its output (Linux).
+
+    A holder and its process group get SIGTERM, then SIGKILL after ``KILL_GRACE_S``
+    (the group too: what a holder started in its own new session or group is the
+    command's doing as well). True when there was any holder.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    pids = await asyncio.to_thread(_holders, outputs)
+    if not pids:
+        return False
+    groups: set[int] = set()
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            group = _holder_group(pid)
+            if group is not None:
+                groups.add(group)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        for group in groups:
+            _signal_group(group, sig)
+        deadline = time.monotonic() + KILL_GRACE_S
+        while time.monotonic() < deadline:
+            await asyncio.sleep(POLL_S)
+            _release(outputs)
+            pids = await asyncio.to_thread(_holders, outputs)
+            if not pids and not any(_group_alive(group) for group in groups):
+                break
+    return True
+
+
+async def _wait_exit(
+    proc: asyncio.subprocess.Process, limit: float, outputs: tuple[_Output, ...] = ()
+) -> bool:
     """Wait up to ``limit`` seconds for the shell to exit; True when it did.
 
-    Polls ``returncode`` rather than awaiting ``proc.wait()``: on Python 3.11 that
-    only returns once every output pipe is closed, which a background process holding
-    the pipe open would delay until the time limit.
+    Polls ``returncode`` so that the output files can be trimmed meanwhile.
     """
     deadline = time.monotonic() + limit
     delay = 0.005
@@ -187,17 +374,29 @@ async def _wait_exit(proc: asyncio.subprocess.Process, limit: float) -> bool:
         if remaining <= 0:
             return False
         await asyncio.sleep(min(delay, remaining))
-        delay = min(delay * 2, 0.05)
+        delay = min(delay * 2, POLL_S)
+        _release(outputs)
     return True
 
 
-async def _cleanup(proc: asyncio.subprocess.Process, pumps: list[asyncio.Task[None]]) -> None:
-    await _stop_group(proc.pid)
-    await _wait_exit(proc, KILL_GRACE_S)
-    await _finish_pumps(pumps)
+async def _cleanup(
+    proc: asyncio.subprocess.Process, outputs: tuple[_Output, ...], *, stop_group: bool = True
+) -> bool:
+    """Leave no process behind; True when holders outside the group were stopped.
+
+    Once the shell has exited, ``proc.wait()`` returns at once (there are no pipes to
+    wait for) and lets asyncio close the process transport.
+    """
+    if stop_group:
+        await _stop_group(proc.pid, outputs)
+    exited = await _wait_exit(proc, KILL_GRACE_S, outputs)
+    escaped = await _stop_holders(outputs)
+    if exited:
+        await proc.wait()
+    return escaped
 
 
-async def _shielded(coro: Coroutine[Any, Any, None]) -> None:
+async def _shielded(coro: Coroutine[Any, Any, Any]) -> None:
     """Run ``coro`` to the end even if the caller is cancelled again meanwhile."""
     task = asyncio.ensure_future(coro)
     while not task.done():
@@ -215,54 +414,73 @@ def _effective_limit(args: RunCommandArgs, ctx: ToolContext) -> float:
     return min(args.timeout_s, ctx.command_timeout_s)
 
 
+def _with_notes(text: str, notes: list[str]) -> str:
+    for note in notes:
+        separator = "\n" if text and not text.endswith("\n") else ""
+        text = f"{text}{separator}{note}"
+    return text
+
+
 async def _run_command(args: RunCommandArgs, ctx: ToolContext) -> dict[str, Any]:
     limit = _effective_limit(args, ctx)
     tail_bytes = max(1024, min(MAX_TAIL_BYTES, (ctx.max_output_bytes - 1024) // 2))
     env = dict(ctx.env) if ctx.env else child_env(os.environ, ())
-    stdout, stderr = _Tail(tail_bytes), _Tail(tail_bytes)
+    outputs = _open_outputs(tail_bytes)
+    try:
+        return await _run_with_outputs(args.command, ctx, env, limit, outputs)
+    finally:
+        for output in outputs:
+            output.close()
+
+
+async def _run_with_outputs(
+    command: str,
+    ctx: ToolContext,
+    env: dict[str, str],
+    limit: float,
+    outputs: tuple[_Output, _Output],
+) -> dict[str, Any]:
+    stdout, stderr = outputs
     proc = await asyncio.create_subprocess_shell(
-        args.command,
+        command,
         stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+        stdout=stdout.fd,
+        stderr=stderr.fd,
         cwd=ctx.workspace,
         env=env,
         start_new_session=True,
     )
-    pumps = [
-        asyncio.ensure_future(_pump(proc.stdout, stdout)),
-        asyncio.ensure_future(_pump(proc.stderr, stderr)),
-    ]
     try:
-        if not await _wait_exit(proc, limit):
-            await _cleanup(proc, pumps)
-            partial = {
-                "exit_code": proc.returncode,
-                "stdout": stdout.text(),
-                "stderr": stderr.text(),
-                "timed_out": True,
-            }
-            raise ToolTimeout(
-                f"command timed out after {limit:g} s; its process group was killed",
-                partial=render_command_result(partial),
-            ) from None
-        background = _group_alive(proc.pid)
-        if background:
-            await _stop_group(proc.pid)
-        await _finish_pumps(pumps)
+        exited = await _wait_exit(proc, limit, outputs)
+        background = exited and _group_alive(proc.pid)
+        escaped = await _cleanup(proc, outputs, stop_group=not exited or background)
     except BaseException:
         # Cancellation (or anything unexpected): leave no process behind, then re-raise.
-        await _shielded(_cleanup(proc, pumps))
+        await _shielded(_cleanup(proc, outputs))
         raise
-    err_text = stderr.text()
+    if not exited:
+        partial = {
+            "exit_code": proc.returncode,
+            "stdout": stdout.text(),
+            "stderr": stderr.text(),
+            "timed_out": True,
+        }
+        raise ToolTimeout(
+            f"command timed out after {limit:g} s; its process group was killed",
+            partial=render_command_result(partial),
+        )
+    notes = []
     if background:
-        note = "[amos: background processes the command left running were stopped]"
-        separator = "\n" if err_text and not err_text.endswith("\n") else ""
-        err_text = f"{err_text}{separator}{note}"
+        notes.append("[amos: background processes the command left running were stopped]")
+    if escaped:
+        notes.append(
+            "[amos: processes the command started outside its process group"
+            " (e.g. with setsid) were stopped]"
+        )
     return {
         "exit_code": proc.returncode,
         "stdout": stdout.text(),
-        "stderr": err_text,
+        "stderr": _with_notes(stderr.text(), notes),
         "timed_out": False,
     }
 
