@@ -158,8 +158,9 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
         UsageError: no model chosen with ``require_model``, or a bad flag value.
         SessionError: the session is unknown, corrupt or busy.
     """
+    from amos.execution import RunSettings
     from amos.providers import create_provider
-    from amos.runner import AgentRunner, RunSettings
+    from amos.runner import AgentRunner
     from amos.tools import ToolContext, ToolManager, builtin_tools
     from amos.tools.command import child_env
 

@@ -17,28 +17,24 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from amos.approvals import apply_decisions, call_fingerprint, new_pause, pending_infos
+from amos.approvals import apply_decisions, pending_infos
 from amos.context import build_request
 from amos.errors import ProviderError, SessionError
 from amos.events import (
-    ApprovalRequested,
     Notice,
     RunEvent,
     RunFinished,
     RunStarted,
     StepStarted,
     TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
 )
-from amos.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
+from amos.execution import Execution, RunSettings, ToolRounds, clean_text
+from amos.messages import Message, TextPart, ToolCallPart, Usage
 from amos.policy.stop import (
     LoopDiagnostics,
-    LoopObservation,
 )
 from amos.policy.verifiers import CheckerError, run_command_check
 from amos.providers.base import FinishEvent, Provider, TextDeltaEvent, ToolCallEvent
@@ -50,80 +46,13 @@ from amos.sessions import (
     SessionStore,
     utc_now,
 )
-from amos.tools.base import ToolOutcome
 from amos.tools.manager import ToolManager
 
 _END = object()
 log = logging.getLogger("amos.runner")
 
 
-@dataclass
-class RunSettings:
-    """Limits and host choices in force for the runs of one runner (STYLE.md §4).
-
-    Attributes:
-        max_steps: model calls per execution; the step limit fires when the count
-            equals it, after that step's tool calls ran.
-        token_budget: cumulative tokens (input + output) per execution, or None.
-        timeout_s: wall-clock limit of one run (seconds), or None.
-        verify: completion-check command (``--verify``), or None.
-        verify_timeout_s: limit of one completion check (seconds).
-        approvals_owner: who decides paused approvals (None → WAITING_UNROUTED).
-        approvals_deadline_s: how long a paused approval may wait (seconds).
-        auto_approve: ``--yes``: approve every call that would ask (never ``deny``).
-        interactive: a person can answer approvals now (the TUI); otherwise an
-            ``ask`` call pauses the run WAITING.
-        policy_hash: hash of the loop policy and doom-loop config in force.
-        loop_policy_enabled: whether a loop policy is configured.
-        max_recovery_attempts: the loop policy's recovery limit, when configured.
-        autosave: save the session at the end of every run (always for ``amos run``;
-            ``sessions.autosave`` in the TUI).
-    """
-
-    max_steps: int = 20
-    token_budget: int | None = None
-    timeout_s: float | None = None
-    verify: str | None = None
-    verify_timeout_s: float = 120.0
-    approvals_owner: str | None = None
-    approvals_deadline_s: float = 86400.0
-    auto_approve: bool = False
-    interactive: bool = False
-    policy_hash: str | None = None
-    loop_policy_enabled: bool = False
-    max_recovery_attempts: int | None = None
-    autosave: bool = True
-
-
-@dataclass
-class _Execution:
-    """Mutable state of one execution while the loop runs."""
-
-    record: ExecutionRecord
-    resumed: bool = False
-    cause: str | None = None
-    reason: str = ""
-    detail: str = ""
-    stop_condition: dict[str, Any] | None = None
-    open_calls: list[ToolCallPart] = field(default_factory=list)
-    answered: set[str] = field(default_factory=set)
-    running: set[str] = field(default_factory=set)
-    pending: PendingApproval | None = None
-    queue: asyncio.Queue | None = None
-    usage_at_start: Usage = field(default_factory=Usage)
-    started_monotonic: float = field(default_factory=time.monotonic)
-
-    def stop(self, cause: str, reason: str, detail: str, condition: dict[str, Any] | None = None) -> None:
-        if self.cause is None:
-            self.cause, self.reason, self.detail, self.stop_condition = cause, reason, detail, condition
-
-
-def clean_text(text: str) -> str:
-    """``text`` with lone surrogates (undecodable input bytes) replaced by ``?``."""
-    return text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
-
-
-class AgentRunner:
+class AgentRunner(ToolRounds):
     """The managed agent loop over one session.
 
     Build one with :func:`amos.host.open_runner`. Only one run may be active at a
@@ -221,7 +150,7 @@ class AgentRunner:
         self._ensure_idle()
         prompt = clean_text(prompt)
         record = ExecutionRecord(execution_id=str(uuid.uuid4()), started_at=utc_now())
-        ex = _Execution(record=record)
+        ex = Execution(record=record)
         return self._drive(ex, lambda: self._start(ex, prompt))
 
     def resume(
@@ -252,7 +181,7 @@ class AgentRunner:
             raise SessionError("not_waiting", f"session {self.session.id} is not waiting for an approval")
         apply_decisions(pending, self.session.id, approve, deny or {}, approve_all)
         record = pending.execution.model_copy(deep=True)
-        ex = _Execution(record=record, resumed=True, usage_at_start=record.usage.model_copy())
+        ex = Execution(record=record, resumed=True, usage_at_start=record.usage.model_copy())
         return self._drive(ex, lambda: self._continue_held(ex, pending))
 
     def answer_approval(self, call_id: str, approved: bool, reason: str | None = None) -> None:
@@ -312,7 +241,7 @@ class AgentRunner:
         if self.is_running:
             raise SessionError("busy", "a run is already active in this session")
 
-    async def _drive(self, ex: _Execution, body: Callable[[], Awaitable[None]]) -> AsyncIterator[RunEvent]:
+    async def _drive(self, ex: Execution, body: Callable[[], Awaitable[None]]) -> AsyncIterator[RunEvent]:
         queue: asyncio.Queue = asyncio.Queue()
         ex.queue = queue
         self._cancel_requested = False
@@ -333,13 +262,13 @@ class AgentRunner:
                     pass
             self._task = None
 
-    def _emit(self, ex: _Execution, event: RunEvent) -> None:
+    def _emit(self, ex: Execution, event: RunEvent) -> None:
         assert ex.queue is not None
         if log.isEnabledFor(logging.DEBUG) and not isinstance(event, TextDelta):
             log.debug("%s %s", ex.record.execution_id[:8], event.model_dump_json(exclude={"content"})[:2000])
         ex.queue.put_nowait(event)
 
-    async def _execute(self, ex: _Execution, body: Callable[[], Awaitable[None]]) -> None:
+    async def _execute(self, ex: Execution, body: Callable[[], Awaitable[None]]) -> None:
         self._emit(ex, RunStarted(session_id=self.session.id, execution_id=ex.record.execution_id,
                                   model=self.model_spec, resumed=ex.resumed))
         try:
@@ -363,14 +292,14 @@ class AgentRunner:
 
     # ------------------------------------------------------------------ the loop
 
-    async def _start(self, ex: _Execution, prompt: str) -> None:
+    async def _start(self, ex: Execution, prompt: str) -> None:
         self._close_stale_pending(ex)
         if self.session.title is None:
             self.session.title = prompt.strip().splitlines()[0][:80] if prompt.strip() else None
         self.session.messages.append(Message.user(prompt))
         await self._loop(ex)
 
-    async def _continue_held(self, ex: _Execution, pending: PendingApproval) -> None:
+    async def _continue_held(self, ex: Execution, pending: PendingApproval) -> None:
         if pending.undecided() and not self.settings.interactive and not self.settings.auto_approve:
             ex.pending = pending
             first = pending.undecided()[0]
@@ -387,7 +316,7 @@ class AgentRunner:
             return
         await self._loop(ex)
 
-    async def _loop(self, ex: _Execution) -> None:
+    async def _loop(self, ex: Execution) -> None:
         while True:
             ex.record.steps += 1
             self._emit(ex, StepStarted(step=ex.record.steps, max_steps=self.settings.max_steps))
@@ -416,7 +345,7 @@ class AgentRunner:
             await self._complete(ex)
             return
 
-    def _after_step_limits(self, ex: _Execution) -> bool:
+    def _after_step_limits(self, ex: Execution) -> bool:
         steps, max_steps = ex.record.steps, self.settings.max_steps
         if steps >= max_steps:
             ex.stop("step_limit", "iteration_limit", f"the step limit of {max_steps} model calls was reached",
@@ -430,7 +359,7 @@ class AgentRunner:
             return True
         return False
 
-    async def _model_turn(self, ex: _Execution) -> tuple[str, list[ToolCallPart]] | None:
+    async def _model_turn(self, ex: Execution) -> tuple[str, list[ToolCallPart]] | None:
         request = build_request(self.system_prompt, self.session.messages, self.tools.specs())
         text: list[str] = []
         calls: list[ToolCallPart] = []
@@ -463,7 +392,7 @@ class AgentRunner:
         ex.open_calls = list(calls)
         return finish.finish_reason, calls
 
-    async def _complete(self, ex: _Execution) -> None:
+    async def _complete(self, ex: Execution) -> None:
         command = self.settings.verify
         if not command:
             ex.stop("answer", "answer_returned", "the model answered; no completion check is configured")
@@ -484,164 +413,9 @@ class AgentRunner:
             ex.stop("answer", "check_failed",
                     f"the model answered but the completion check `{command}` failed ({result.reason})")
 
-    # ------------------------------------------------------------------ tool rounds
-
-    async def _run_batch(self, ex: _Execution, calls: list[ToolCallPart],
-                         preset: Mapping[str, tuple[bool, str | None]]) -> bool:
-        """Run one round of tool calls; returns True when the run paused for approval.
-
-        Reads with permission ``allow`` run concurrently in groups; writes and unknown
-        effects run one at a time in the order given (spec/tools.md).
-        """
-        reads: list[ToolCallPart] = []
-        for index, call in enumerate(calls):
-            try:
-                self.tools.validate(call)
-            except Exception:  # noqa: BLE001 - invalid calls fail at execute, unasked
-                await self._flush_reads(ex, reads)
-                await self._run_one(ex, call)
-                continue
-            permission = self.tools.permission(call.tool_name)
-            if permission == "deny":
-                await self._flush_reads(ex, reads)
-                self._record_outcome(ex, call, self.tools.outcome_for(
-                    call, ex.record.execution_id, "denied",
-                    f"denied: tool {call.tool_name} is set to deny (tools.permissions.{call.tool_name})"))
-                continue
-            if permission == "ask":
-                fp = call_fingerprint(call)
-                if fp in ex.record.denied:
-                    await self._flush_reads(ex, reads)
-                    self._record_outcome(ex, call, self.tools.outcome_for(
-                        call, ex.record.execution_id, "denied",
-                        f"denied again without asking (identical to a call denied earlier): {ex.record.denied[fp]}"))
-                    continue
-                if call.call_id in preset:
-                    approved, reason = preset[call.call_id]
-                elif self.settings.auto_approve:
-                    approved, reason = True, None
-                elif self.settings.interactive:
-                    await self._flush_reads(ex, reads)
-                    approved, reason = await self._ask(ex, call)
-                else:
-                    await self._flush_reads(ex, reads)
-                    self._pause(ex, calls[index:])
-                    return True
-                if not approved:
-                    await self._flush_reads(ex, reads)
-                    text = f"denied by the user: {reason}" if reason else "denied by the user"
-                    ex.record.denied[fp] = text
-                    self._record_outcome(ex, call, self.tools.outcome_for(
-                        call, ex.record.execution_id, "denied", text))
-                    continue
-            if permission == "allow" and self.tools.effect(call.tool_name) == "read":
-                reads.append(call)
-                continue
-            await self._flush_reads(ex, reads)
-            await self._run_one(ex, call)
-        await self._flush_reads(ex, reads)
-        return False
-
-    async def _flush_reads(self, ex: _Execution, reads: list[ToolCallPart]) -> None:
-        if not reads:
-            return
-        batch = list(reads)
-        reads.clear()
-        if len(batch) == 1:
-            await self._run_one(ex, batch[0])
-            return
-        for call in batch:
-            self._started(ex, call)
-        outcomes = await asyncio.gather(*(self.tools.execute(c, ex.record.execution_id) for c in batch))
-        for call, outcome in zip(batch, outcomes, strict=True):
-            self._record_outcome(ex, call, outcome)
-
-    async def _run_one(self, ex: _Execution, call: ToolCallPart) -> None:
-        self._started(ex, call)
-        outcome = await self.tools.execute(call, ex.record.execution_id)
-        self._record_outcome(ex, call, outcome)
-
-    def _started(self, ex: _Execution, call: ToolCallPart) -> None:
-        ex.running.add(call.call_id)
-        self._emit(ex, ToolCallStarted(call_id=call.call_id, tool=call.tool_name,
-                                       summary=self.tools.summarize(call), effect=self.tools.effect(call.tool_name)))
-
-    async def _ask(self, ex: _Execution, call: ToolCallPart) -> tuple[bool, str | None]:
-        future: asyncio.Future = asyncio.get_running_loop().create_future()
-        self._approvals[call.call_id] = future
-        self._emit(ex, ApprovalRequested(
-            call_id=call.call_id, tool=call.tool_name, effect=self.tools.effect(call.tool_name),
-            summary=self.tools.summarize(call), arguments=call.arguments,
-            resume_token=f"{self.session.id}:{ex.record.execution_id}:{call.call_id}"))
-        try:
-            return await future
-        finally:
-            self._approvals.pop(call.call_id, None)
-
-    def _pause(self, ex: _Execution, held_calls: list[ToolCallPart]) -> None:
-        def needs(call: ToolCallPart) -> bool:
-            return self.tools.permission(call.tool_name) == "ask" and call_fingerprint(call) not in ex.record.denied
-
-        ex.pending = new_pause(ex.record, held_calls, needs, owner=self.settings.approvals_owner,
-                               deadline_s=self.settings.approvals_deadline_s)
-        first = ex.pending.undecided()[0]
-        ex.stop("approval_required", "approval_pending",
-                f"{self.tools.summarize(first.call)} ({first.call.call_id}) needs approval")
-
-    def _record_outcome(self, ex: _Execution, call: ToolCallPart, outcome: ToolOutcome) -> None:
-        ex.running.discard(call.call_id)
-        ex.answered.add(call.call_id)
-        content = clean_text(outcome.content)
-        result = ToolResultPart(call_id=call.call_id, tool_name=call.tool_name, content=content,
-                                is_error=outcome.status != "succeeded", status=outcome.status)
-        self.session.messages.append(Message.tool_result(result))
-        rec = ex.record
-        rec.tool_calls.append({"call_id": call.call_id, "tool": call.tool_name, "status": outcome.status,
-                               "evidence_id": None})
-        rec.observations.append(LoopObservation(tool=call.tool_name, call_id=call.call_id,
-                                                effect=outcome.effect, status=outcome.status))
-        if outcome.status == "succeeded" and outcome.effect in ("write", "unknown"):
-            rec.effect_succeeded = True
-        self._emit(ex, ToolCallFinished(
-            call_id=call.call_id, tool=call.tool_name, summary=self.tools.summarize(call),
-            status=outcome.status, duration_s=round(outcome.duration_s, 3),
-            error=clean_text(outcome.error) if outcome.error else None, content=content))
-
-    def _close_open_calls(self, ex: _Execution) -> None:
-        """Give every call of the last turn without a result one, so history stays valid."""
-        if ex.pending is not None:
-            return
-        interrupted = ex.cause in ("user_abort", "timeout")
-        for call in ex.open_calls:
-            if call.call_id in ex.answered:
-                continue
-            was_running = call.call_id in ex.running
-            status = "cancelled" if interrupted else "not_started"
-            why = {"user_abort": "the run was cancelled by the user",
-                   "timeout": "the run's time limit expired"}.get(ex.cause or "", "the run stopped")
-            text = (f"cancelled: {why} while this call was running" if was_running
-                    else f"not run: {why} before this call started")
-            outcome = self.tools.outcome_for(call, ex.record.execution_id, status, text)
-            if was_running and outcome.effect != "read":
-                outcome = outcome.model_copy(update={"completion": "unknown"})
-            self._record_outcome(ex, call, outcome)
-
-    def _close_stale_pending(self, ex: _Execution) -> None:
-        pending = self.session.pending
-        if pending is None:
-            return
-        self.session.pending = None
-        for held in pending.held:
-            result = ToolResultPart(
-                call_id=held.call.call_id, tool_name=held.call.tool_name, is_error=True, status="not_started",
-                content="not run: the session continued with a new prompt before this call was decided")
-            self.session.messages.append(Message.tool_result(result))
-        self._emit(ex, Notice(level="warning", text=f"{len(pending.held)} held call(s) were dropped unrun: "
-                                                    "a new prompt replaced the pending approval"))
-
     # ------------------------------------------------------------------ finishing
 
-    def _finish(self, ex: _Execution) -> None:
+    def _finish(self, ex: Execution) -> None:
         """Close open calls, build the receipt, save, and always end the event stream."""
         try:
             self._close_open_calls(ex)

@@ -1,0 +1,256 @@
+"""Execution state and tool rounds of the managed loop.
+
+:class:`RunSettings` holds the limits in force, :class:`Execution` the mutable
+state of one execution, and :class:`ToolRounds` (mixed into
+:class:`~amos.runner.AgentRunner`) runs one round of tool calls: permissions,
+approvals that ask or pause, concurrent reads and ordered writes
+(spec/tools.md, spec/stop-receipts.md "Approvals that pause a run"), and recording
+every outcome so the history stays valid for every provider.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from amos.approvals import call_fingerprint, new_pause
+from amos.events import ApprovalRequested, Notice, RunEvent, ToolCallFinished, ToolCallStarted
+from amos.messages import Message, ToolCallPart, ToolResultPart, Usage
+from amos.policy.stop import LoopObservation
+from amos.sessions import ExecutionRecord, PendingApproval, Session
+from amos.tools.base import ToolOutcome
+from amos.tools.manager import ToolManager
+
+
+@dataclass
+class RunSettings:
+    """Limits and host choices in force for the runs of one runner (STYLE.md §4).
+
+    Attributes:
+        max_steps: model calls per execution; the step limit fires when the count
+            equals it, after that step's tool calls ran.
+        token_budget: cumulative tokens (input + output) per execution, or None.
+        timeout_s: wall-clock limit of one run (seconds), or None.
+        verify: completion-check command (``--verify``), or None.
+        verify_timeout_s: limit of one completion check (seconds).
+        approvals_owner: who decides paused approvals (None → WAITING_UNROUTED).
+        approvals_deadline_s: how long a paused approval may wait (seconds).
+        auto_approve: ``--yes``: approve every call that would ask (never ``deny``).
+        interactive: a person can answer approvals now (the TUI); otherwise an
+            ``ask`` call pauses the run WAITING.
+        policy_hash: hash of the loop policy and doom-loop config in force.
+        loop_policy_enabled: whether a loop policy is configured.
+        max_recovery_attempts: the loop policy's recovery limit, when configured.
+        autosave: save the session at the end of every run (always for ``amos run``;
+            ``sessions.autosave`` in the TUI).
+    """
+
+    max_steps: int = 20
+    token_budget: int | None = None
+    timeout_s: float | None = None
+    verify: str | None = None
+    verify_timeout_s: float = 120.0
+    approvals_owner: str | None = None
+    approvals_deadline_s: float = 86400.0
+    auto_approve: bool = False
+    interactive: bool = False
+    policy_hash: str | None = None
+    loop_policy_enabled: bool = False
+    max_recovery_attempts: int | None = None
+    autosave: bool = True
+
+
+@dataclass
+class Execution:
+    """Mutable state of one execution while the loop runs."""
+
+    record: ExecutionRecord
+    resumed: bool = False
+    cause: str | None = None
+    reason: str = ""
+    detail: str = ""
+    stop_condition: dict[str, Any] | None = None
+    open_calls: list[ToolCallPart] = field(default_factory=list)
+    answered: set[str] = field(default_factory=set)
+    running: set[str] = field(default_factory=set)
+    pending: PendingApproval | None = None
+    queue: asyncio.Queue | None = None
+    usage_at_start: Usage = field(default_factory=Usage)
+    started_monotonic: float = field(default_factory=time.monotonic)
+
+    def stop(self, cause: str, reason: str, detail: str, condition: dict[str, Any] | None = None) -> None:
+        if self.cause is None:
+            self.cause, self.reason, self.detail, self.stop_condition = cause, reason, detail, condition
+
+
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates (undecodable input bytes) replaced by ``?``."""
+    return text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
+
+
+class ToolRounds:
+    """Tool-round behaviour of the runner (a mixin: uses ``tools``, ``settings``,
+    ``session``, ``_emit`` and ``_approvals`` of :class:`~amos.runner.AgentRunner`)."""
+
+    tools: ToolManager
+    settings: RunSettings
+    session: Session
+    _approvals: dict[str, asyncio.Future]
+    _emit: Callable[[Execution, RunEvent], None]
+
+    async def _run_batch(self, ex: Execution, calls: list[ToolCallPart],
+                         preset: Mapping[str, tuple[bool, str | None]]) -> bool:
+        """Run one round of tool calls; returns True when the run paused for approval.
+
+        Reads with permission ``allow`` run concurrently in groups; writes and unknown
+        effects run one at a time in the order given (spec/tools.md).
+        """
+        reads: list[ToolCallPart] = []
+        for index, call in enumerate(calls):
+            try:
+                self.tools.validate(call)
+            except Exception:  # noqa: BLE001 - invalid calls fail at execute, unasked
+                await self._flush_reads(ex, reads)
+                await self._run_one(ex, call)
+                continue
+            permission = self.tools.permission(call.tool_name)
+            if permission == "deny":
+                await self._flush_reads(ex, reads)
+                self._record_outcome(ex, call, self.tools.outcome_for(
+                    call, ex.record.execution_id, "denied",
+                    f"denied: tool {call.tool_name} is set to deny (tools.permissions.{call.tool_name})"))
+                continue
+            if permission == "ask":
+                fp = call_fingerprint(call)
+                if fp in ex.record.denied:
+                    await self._flush_reads(ex, reads)
+                    self._record_outcome(ex, call, self.tools.outcome_for(
+                        call, ex.record.execution_id, "denied",
+                        f"denied again without asking (identical to a call denied earlier): {ex.record.denied[fp]}"))
+                    continue
+                if call.call_id in preset:
+                    approved, reason = preset[call.call_id]
+                elif self.settings.auto_approve:
+                    approved, reason = True, None
+                elif self.settings.interactive:
+                    await self._flush_reads(ex, reads)
+                    approved, reason = await self._ask(ex, call)
+                else:
+                    await self._flush_reads(ex, reads)
+                    self._pause(ex, calls[index:])
+                    return True
+                if not approved:
+                    await self._flush_reads(ex, reads)
+                    text = f"denied by the user: {reason}" if reason else "denied by the user"
+                    ex.record.denied[fp] = text
+                    self._record_outcome(ex, call, self.tools.outcome_for(
+                        call, ex.record.execution_id, "denied", text))
+                    continue
+            if permission == "allow" and self.tools.effect(call.tool_name) == "read":
+                reads.append(call)
+                continue
+            await self._flush_reads(ex, reads)
+            await self._run_one(ex, call)
+        await self._flush_reads(ex, reads)
+        return False
+
+    async def _flush_reads(self, ex: Execution, reads: list[ToolCallPart]) -> None:
+        if not reads:
+            return
+        batch = list(reads)
+        reads.clear()
+        if len(batch) == 1:
+            await self._run_one(ex, batch[0])
+            return
+        for call in batch:
+            self._started(ex, call)
+        outcomes = await asyncio.gather(*(self.tools.execute(c, ex.record.execution_id) for c in batch))
+        for call, outcome in zip(batch, outcomes, strict=True):
+            self._record_outcome(ex, call, outcome)
+
+    async def _run_one(self, ex: Execution, call: ToolCallPart) -> None:
+        self._started(ex, call)
+        outcome = await self.tools.execute(call, ex.record.execution_id)
+        self._record_outcome(ex, call, outcome)
+
+    def _started(self, ex: Execution, call: ToolCallPart) -> None:
+        ex.running.add(call.call_id)
+        self._emit(ex, ToolCallStarted(call_id=call.call_id, tool=call.tool_name,
+                                       summary=self.tools.summarize(call), effect=self.tools.effect(call.tool_name)))
+
+    async def _ask(self, ex: Execution, call: ToolCallPart) -> tuple[bool, str | None]:
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._approvals[call.call_id] = future
+        self._emit(ex, ApprovalRequested(
+            call_id=call.call_id, tool=call.tool_name, effect=self.tools.effect(call.tool_name),
+            summary=self.tools.summarize(call), arguments=call.arguments,
+            resume_token=f"{self.session.id}:{ex.record.execution_id}:{call.call_id}"))
+        try:
+            return await future
+        finally:
+            self._approvals.pop(call.call_id, None)
+
+    def _pause(self, ex: Execution, held_calls: list[ToolCallPart]) -> None:
+        def needs(call: ToolCallPart) -> bool:
+            return self.tools.permission(call.tool_name) == "ask" and call_fingerprint(call) not in ex.record.denied
+
+        ex.pending = new_pause(ex.record, held_calls, needs, owner=self.settings.approvals_owner,
+                               deadline_s=self.settings.approvals_deadline_s)
+        first = ex.pending.undecided()[0]
+        ex.stop("approval_required", "approval_pending",
+                f"{self.tools.summarize(first.call)} ({first.call.call_id}) needs approval")
+
+    def _record_outcome(self, ex: Execution, call: ToolCallPart, outcome: ToolOutcome) -> None:
+        ex.running.discard(call.call_id)
+        ex.answered.add(call.call_id)
+        content = clean_text(outcome.content)
+        result = ToolResultPart(call_id=call.call_id, tool_name=call.tool_name, content=content,
+                                is_error=outcome.status != "succeeded", status=outcome.status)
+        self.session.messages.append(Message.tool_result(result))
+        rec = ex.record
+        rec.tool_calls.append({"call_id": call.call_id, "tool": call.tool_name, "status": outcome.status,
+                               "evidence_id": None})
+        rec.observations.append(LoopObservation(tool=call.tool_name, call_id=call.call_id,
+                                                effect=outcome.effect, status=outcome.status))
+        if outcome.status == "succeeded" and outcome.effect in ("write", "unknown"):
+            rec.effect_succeeded = True
+        self._emit(ex, ToolCallFinished(
+            call_id=call.call_id, tool=call.tool_name, summary=self.tools.summarize(call),
+            status=outcome.status, duration_s=round(outcome.duration_s, 3),
+            error=clean_text(outcome.error) if outcome.error else None, content=content))
+
+    def _close_open_calls(self, ex: Execution) -> None:
+        """Give every call of the last turn without a result one, so history stays valid."""
+        if ex.pending is not None:
+            return
+        interrupted = ex.cause in ("user_abort", "timeout")
+        for call in ex.open_calls:
+            if call.call_id in ex.answered:
+                continue
+            was_running = call.call_id in ex.running
+            status = "cancelled" if interrupted else "not_started"
+            why = {"user_abort": "the run was cancelled by the user",
+                   "timeout": "the run's time limit expired"}.get(ex.cause or "", "the run stopped")
+            text = (f"cancelled: {why} while this call was running" if was_running
+                    else f"not run: {why} before this call started")
+            outcome = self.tools.outcome_for(call, ex.record.execution_id, status, text)
+            if was_running and outcome.effect != "read":
+                outcome = outcome.model_copy(update={"completion": "unknown"})
+            self._record_outcome(ex, call, outcome)
+
+    def _close_stale_pending(self, ex: Execution) -> None:
+        pending = self.session.pending
+        if pending is None:
+            return
+        self.session.pending = None
+        for held in pending.held:
+            result = ToolResultPart(
+                call_id=held.call.call_id, tool_name=held.call.tool_name, is_error=True, status="not_started",
+                content="not run: the session continued with a new prompt before this call was decided")
+            self.session.messages.append(Message.tool_result(result))
+        self._emit(ex, Notice(level="warning", text=f"{len(pending.held)} held call(s) were dropped unrun: "
+                                                    "a new prompt replaced the pending approval"))
+
