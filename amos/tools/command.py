@@ -7,31 +7,33 @@ timeout, on asyncio cancellation, and when the shell exits while background proc
 it started are still running. Nothing the command starts inside its process group
 outlives the call.
 
-Its stdout and stderr go to two temporary files, not pipes: created 0600 in a private
-directory of the system temp dir and unlinked at once, so only open descriptors reach
-them and nothing is left on disk. No process can hold a pipe open past the call (one
-the command moved to a new session, say with ``setsid``, used to keep the asyncio
-transport alive after the event loop closed), there is only the shell's exit to wait
-for, and only the last bytes of each file are read. While the command runs, the part of
-each file before the kept tail is released (hole punching, where the file system
-supports it), so endless output does not fill the disk. On Linux, once the shell has
-exited, processes still holding either file open (started by the command, but outside
-its process group) are stopped as well; they are found through ``/proc/*/fd``.
+Its stdout and stderr are pipes, read through an ``asyncio.SubprocessProtocol`` that
+keeps only the last bytes of each (and counts the rest), so endless output costs
+neither memory nor disk, and a command that reopens its output by name
+(``echo x > /dev/stderr``) loses nothing it wrote before. Once the shell has exited and
+its group is gone, the call waits up to ``PIPE_DRAIN_S`` for both pipes to close. A pipe
+still open then is held by a process the command started outside its process group
+(``setsid cmd &``, a job-control group): on Linux those processes are found through
+``/proc/*/fd`` (links to the pipe's inode) and stopped with their process groups,
+SIGTERM then SIGKILL, and the stderr note says so. Whatever happens (exit, timeout,
+cancellation, an error), the subprocess transport is closed before the call returns or
+re-raises, so none outlives it (and none is left to complain after the event loop has
+closed).
 
-A command that reopens its output by name with truncation (``echo x > /dev/stdout``)
-empties what it had written to that stream so far; that is how files behave.
-``run_command`` is not a sandbox: the guard is the ``ask`` permission.
+Limits: ``run_command`` is not a sandbox; the guard is the ``ask`` permission. A process
+that leaves both the process group and the pipes (``setsid cmd >/dev/null 2>&1 &``,
+a daemon) is not found and may keep running after the call. Without ``/proc`` (macOS)
+processes holding a pipe are not looked for: after ``PIPE_DRAIN_S`` the pipes are
+closed on them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import signal
 import sys
-import tempfile
 import time
 from collections.abc import Coroutine, Iterable, Mapping
 from typing import Any
@@ -49,11 +51,11 @@ MAX_TAIL_BYTES = 32 * 1024
 KILL_GRACE_S = 1.0
 """Seconds between SIGTERM and SIGKILL when stopping a process group."""
 
-POLL_S = 0.05
-"""Longest pause between two looks at the shell, the process group or the output files."""
+PIPE_DRAIN_S = 2.0
+"""Seconds to wait for the output pipes to close once the command's group is gone."""
 
-RELEASE_STEP_BYTES = 1024 * 1024
-"""Bytes an output file may grow before the tail before its disk space is released."""
+POLL_S = 0.05
+"""Longest pause between two looks at a process group or at the pipes' holders."""
 
 
 def child_env(base: Mapping[str, str], key_vars: Iterable[str | None]) -> dict[str, str]:
@@ -85,131 +87,71 @@ class RunCommandArgs(ToolArgs):
     )
 
 
-def _tail_text(data: bytes, cut: int) -> str:
-    """The kept end ``data`` of a stream, after a note when ``cut`` bytes came before it."""
-    if cut:
-        # Drop UTF-8 continuation bytes left over from a character cut in half.
-        start = 0
-        while start < min(len(data), 4) and (data[start] & 0xC0) == 0x80:
-            start += 1
-        data = data[start:]
-        cut += start
-    text = data.decode("utf-8", errors="replace")
-    if cut:
-        return f"[… {cut} bytes cut; showing the last {len(data)} bytes …]\n{text}"
-    return text
+class _Tail:
+    """The last ``limit`` bytes of a stream, and how many bytes came before them."""
 
-
-_FALLOC_FL_KEEP_SIZE = 0x01
-_FALLOC_FL_PUNCH_HOLE = 0x02
-
-
-@functools.cache
-def _fallocate() -> Any:
-    """libc's 64-bit ``fallocate`` on Linux, or None where it cannot be had."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-    for name in ("fallocate64", "fallocate"):
-        if name == "fallocate" and ctypes.sizeof(ctypes.c_long) < 8:
-            continue  # a 32-bit off_t
-        func = getattr(libc, name, None)
-        if func is not None:
-            func.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
-            func.restype = ctypes.c_int
-            return func
-    return None
-
-
-def _punch_hole(fd: int, length: int) -> bool:
-    """Free the disk space of the first ``length`` bytes of ``fd`` (they read as zeros).
-
-    The file keeps its size and every offset, so a writer appending meanwhile loses
-    nothing. False where hole punching is not available.
-    """
-    func = _fallocate()
-    if func is None or length <= 0:
-        return False
-    return func(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, 0, length) == 0
-
-
-class _Output:
-    """One output stream of the command: an unlinked temporary file and its kept tail."""
-
-    def __init__(self, fd: int, limit: int):
-        self.fd = fd
+    def __init__(self, limit: int):
         self.limit = limit
-        self.released = 0
-        self.can_release = True
+        self.buffer = bytearray()
+        self.total = 0
 
-    def release(self) -> None:
-        """Free the disk space before the tail once it has grown by ``RELEASE_STEP_BYTES``."""
-        if not self.can_release:
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        if len(chunk) >= self.limit:
+            self.buffer = bytearray(chunk[len(chunk) - self.limit :])
             return
-        try:
-            size = os.fstat(self.fd).st_size
-        except OSError:
-            return
-        if size < self.released:  # the command truncated its output
-            self.released = 0
-        end = size - self.limit
-        if end - self.released < RELEASE_STEP_BYTES:
-            return
-        if _punch_hole(self.fd, end):
-            self.released = end
-        else:
-            self.can_release = False
+        self.buffer += chunk
+        excess = len(self.buffer) - self.limit
+        if excess > 0:
+            del self.buffer[:excess]
 
     def text(self) -> str:
-        """The last ``limit`` bytes, with a note saying how many bytes came before."""
-        size = os.fstat(self.fd).st_size
-        start = max(0, size - self.limit)
-        chunks: list[bytes] = []
-        offset = start
-        while offset < size:
-            chunk = os.pread(self.fd, size - offset, offset)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            offset += len(chunk)
-        return _tail_text(b"".join(chunks), start)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
+        """The kept end, after a note saying how many bytes came before it."""
+        data = bytes(self.buffer)
+        cut = self.total - len(data)
+        if cut:
+            # Drop UTF-8 continuation bytes left over from a character cut in half.
+            start = 0
+            while start < min(len(data), 4) and (data[start] & 0xC0) == 0x80:
+                start += 1
+            data = data[start:]
+            cut += start
+        text = data.decode("utf-8", errors="replace")
+        if cut:
+            return f"[… {cut} bytes cut; showing the last {len(data)} bytes …]\n{text}"
+        return text
 
 
-def _open_outputs(limit: int) -> tuple[_Output, _Output]:
-    """Two empty files (stdout, stderr), 0600 in a private temp dir, already unlinked."""
-    directory = tempfile.mkdtemp(prefix="amos-run-")
-    outputs: list[_Output] = []
-    try:
-        for name in ("stdout", "stderr"):
-            path = os.path.join(directory, name)
-            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND
-            outputs.append(_Output(os.open(path, flags, 0o600), limit))
-            os.unlink(path)
-    except BaseException:
-        for output in outputs:
-            output.close()
-        raise
-    finally:
-        for name in ("stdout", "stderr"):
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(directory, name))
-        with contextlib.suppress(OSError):
-            os.rmdir(directory)
-    return outputs[0], outputs[1]
+class _CommandProtocol(asyncio.SubprocessProtocol):
+    """Keeps the tails of fd 1 and fd 2; says when the shell exited and the pipes closed."""
+
+    def __init__(self, limit: int):
+        loop = asyncio.get_running_loop()
+        self.tails = {1: _Tail(limit), 2: _Tail(limit)}
+        self.open_fds = {1, 2}
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.pipes_closed: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        tail = self.tails.get(fd)
+        if tail is not None:
+            tail.add(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self.open_fds.discard(fd)
+        if not self.open_fds and not self.pipes_closed.done():
+            self.pipes_closed.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
 
 
-def _release(outputs: Iterable[_Output]) -> None:
-    for output in outputs:
-        output.release()
+async def _wait_for(future: asyncio.Future[None], limit: float) -> bool:
+    """Wait up to ``limit`` seconds for ``future`` (never cancelling it); True when done."""
+    if not future.done() and limit > 0:
+        await asyncio.wait({future}, timeout=limit)
+    return future.done()
 
 
 def _group_alive(pgid: int) -> bool:
@@ -256,7 +198,7 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-async def _stop_group(pgid: int, outputs: tuple[_Output, ...] = ()) -> None:
+async def _stop_group(pgid: int) -> None:
     """SIGTERM the process group, then SIGKILL whatever is left after ``KILL_GRACE_S``.
 
     Both signals are sent whatever the liveness probe says (they are harmless to a
@@ -265,32 +207,43 @@ async def _stop_group(pgid: int, outputs: tuple[_Output, ...] = ()) -> None:
     _signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + KILL_GRACE_S
     while time.monotonic() < deadline and _group_alive(pgid):
-        await asyncio.sleep(0.05)
-        _release(outputs)
+        await asyncio.sleep(POLL_S)
     _signal_group(pgid, signal.SIGKILL)
     deadline = time.monotonic() + KILL_GRACE_S
     while time.monotonic() < deadline and _group_alive(pgid):
         await asyncio.sleep(0.02)
 
 
-def _file_key(st: os.stat_result) -> tuple[int, int]:
-    return st.st_dev, st.st_ino
+def _pipe_links(transport: asyncio.SubprocessTransport, protocol: _CommandProtocol) -> set[str]:
+    """``/proc`` link names (``pipe:[INODE]``) of the output pipes still open.
 
-
-def _holders(outputs: tuple[_Output, ...]) -> set[int]:
-    """Other processes of another session than ours holding an output file open (Linux).
-
-    Only descendants of the command can have the unlinked files open, and none of them
-    is in our session (the command started a new one); the session test keeps a
-    process of ours that got the descriptor some other way (a fork) out of reach.
-    A link is compared by name first (``readlink`` never touches the file's file
-    system), then confirmed by device and inode. Empty where ``/proc`` is missing.
+    Taken from our own read ends, which are open as long as the pipe transport is: a
+    pipe already closed is left out (nothing holds it any more, and its inode could be
+    reused).
     """
-    if not sys.platform.startswith("linux"):
+    links: set[str] = set()
+    for fd in sorted(protocol.open_fds):
+        pipe_transport = transport.get_pipe_transport(fd)
+        if pipe_transport is None or pipe_transport.is_closing():
+            continue
+        pipe = pipe_transport.get_extra_info("pipe")
+        try:
+            links.add(f"pipe:[{os.fstat(pipe.fileno()).st_ino}]")
+        except (AttributeError, ValueError, OSError):
+            continue
+    return links
+
+
+def _holders(links: set[str]) -> set[int]:
+    """Processes, not ours nor of our session, with a descriptor linked to ``links`` (Linux).
+
+    Only the command's descendants can hold the write ends; our own process holds
+    the read ends, and the session test keeps a process of ours that got a descriptor
+    some other way (a fork) out of reach. Empty where ``/proc`` is missing.
+    """
+    if not links or not sys.platform.startswith("linux"):
         return set()
     try:
-        names = {os.readlink(f"/proc/self/fd/{output.fd}") for output in outputs}
-        keys = {_file_key(os.fstat(output.fd)) for output in outputs}
         pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
         own_session = os.getsid(0)
     except OSError:
@@ -306,9 +259,8 @@ def _holders(outputs: tuple[_Output, ...]) -> set[int]:
         except OSError:
             continue
         for fd in fds:
-            link = f"{fd_dir}/{fd}"
             try:
-                if os.readlink(link) in names and _file_key(os.stat(link)) in keys:
+                if os.readlink(f"{fd_dir}/{fd}") in links:
                     if os.getsid(pid) != own_session:
                         found.add(pid)
                     break
@@ -328,8 +280,21 @@ def _holder_group(pid: int) -> int | None:
     return pgid
 
 
-async def _stop_holders(outputs: tuple[_Output, ...]) -> bool:
-    """Stop processes outside the command's group still holding its output (Linux).
+async def _find_holders(
+    transport: asyncio.SubprocessTransport, protocol: _CommandProtocol
+) -> set[int]:
+    """The holders of the output pipes still open, found in a worker thread (Linux)."""
+    links = _pipe_links(transport, protocol)
+    if not links:
+        return set()
+    pids = await asyncio.to_thread(_holders, links)
+    if not _pipe_links(transport, protocol):  # the pipes closed meanwhile
+        return set()
+    return pids
+
+
+async def _stop_holders(transport: asyncio.SubprocessTransport, protocol: _CommandProtocol) -> bool:
+    """Stop processes outside the command's group still holding its output pipes (Linux).
 
     A holder and its process group get SIGTERM, then SIGKILL after ``KILL_GRACE_S``
     (the group too: what a holder started in its own new session or group is the
@@ -337,7 +302,7 @@ async def _stop_holders(outputs: tuple[_Output, ...]) -> bool:
     """
     if not sys.platform.startswith("linux"):
         return False
-    pids = await asyncio.to_thread(_holders, outputs)
+    pids = await _find_holders(transport, protocol)
     if not pids:
         return False
     groups: set[int] = set()
@@ -352,47 +317,31 @@ async def _stop_holders(outputs: tuple[_Output, ...]) -> bool:
             _signal_group(group, sig)
         deadline = time.monotonic() + KILL_GRACE_S
         while time.monotonic() < deadline:
-            await asyncio.sleep(POLL_S)
-            _release(outputs)
-            pids = await asyncio.to_thread(_holders, outputs)
+            await _wait_for(protocol.pipes_closed, POLL_S)
+            pids = await _find_holders(transport, protocol)
             if not pids and not any(_group_alive(group) for group in groups):
                 break
+            if protocol.pipes_closed.done():
+                await asyncio.sleep(POLL_S)
     return True
 
 
-async def _wait_exit(
-    proc: asyncio.subprocess.Process, limit: float, outputs: tuple[_Output, ...] = ()
-) -> bool:
-    """Wait up to ``limit`` seconds for the shell to exit; True when it did.
-
-    Polls ``returncode`` so that the output files can be trimmed meanwhile.
-    """
-    deadline = time.monotonic() + limit
-    delay = 0.005
-    while proc.returncode is None:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        await asyncio.sleep(min(delay, remaining))
-        delay = min(delay * 2, POLL_S)
-        _release(outputs)
-    return True
-
-
-async def _cleanup(
-    proc: asyncio.subprocess.Process, outputs: tuple[_Output, ...], *, stop_group: bool = True
+async def _settle(
+    transport: asyncio.SubprocessTransport, protocol: _CommandProtocol, *, stop_group: bool
 ) -> bool:
     """Leave no process behind; True when holders outside the group were stopped.
 
-    Once the shell has exited, ``proc.wait()`` returns at once (there are no pipes to
-    wait for) and lets asyncio close the process transport.
+    Stops the command's group (when asked), waits for the shell to exit and for the
+    pipes to close (at most ``PIPE_DRAIN_S``), then stops whatever still holds them.
     """
     if stop_group:
-        await _stop_group(proc.pid, outputs)
-    exited = await _wait_exit(proc, KILL_GRACE_S, outputs)
-    escaped = await _stop_holders(outputs)
-    if exited:
-        await proc.wait()
+        await _stop_group(transport.get_pid())
+    await _wait_for(protocol.exited, KILL_GRACE_S)
+    if await _wait_for(protocol.pipes_closed, PIPE_DRAIN_S):
+        return False
+    escaped = await _stop_holders(transport, protocol)
+    if escaped:
+        await _wait_for(protocol.pipes_closed, KILL_GRACE_S)  # their last output
     return escaped
 
 
@@ -425,42 +374,39 @@ async def _run_command(args: RunCommandArgs, ctx: ToolContext) -> dict[str, Any]
     limit = _effective_limit(args, ctx)
     tail_bytes = max(1024, min(MAX_TAIL_BYTES, (ctx.max_output_bytes - 1024) // 2))
     env = dict(ctx.env) if ctx.env else child_env(os.environ, ())
-    outputs = _open_outputs(tail_bytes)
-    try:
-        return await _run_with_outputs(args.command, ctx, env, limit, outputs)
-    finally:
-        for output in outputs:
-            output.close()
-
-
-async def _run_with_outputs(
-    command: str,
-    ctx: ToolContext,
-    env: dict[str, str],
-    limit: float,
-    outputs: tuple[_Output, _Output],
-) -> dict[str, Any]:
-    stdout, stderr = outputs
-    proc = await asyncio.create_subprocess_shell(
-        command,
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_shell(
+        lambda: _CommandProtocol(tail_bytes),
+        args.command,
         stdin=asyncio.subprocess.DEVNULL,
-        stdout=stdout.fd,
-        stderr=stderr.fd,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
         cwd=ctx.workspace,
         env=env,
         start_new_session=True,
     )
     try:
-        exited = await _wait_exit(proc, limit, outputs)
-        background = exited and _group_alive(proc.pid)
-        escaped = await _cleanup(proc, outputs, stop_group=not exited or background)
+        return await _supervise(transport, protocol, limit)
+    finally:
+        # Also kills the shell if it is somehow still running, and closes our read ends.
+        transport.close()
+
+
+async def _supervise(
+    transport: asyncio.SubprocessTransport, protocol: _CommandProtocol, limit: float
+) -> dict[str, Any]:
+    stdout, stderr = protocol.tails[1], protocol.tails[2]
+    try:
+        exited = await _wait_for(protocol.exited, limit)
+        background = exited and _group_alive(transport.get_pid())
+        escaped = await _settle(transport, protocol, stop_group=not exited or background)
     except BaseException:
         # Cancellation (or anything unexpected): leave no process behind, then re-raise.
-        await _shielded(_cleanup(proc, outputs))
+        await _shielded(_settle(transport, protocol, stop_group=True))
         raise
     if not exited:
         partial = {
-            "exit_code": proc.returncode,
+            "exit_code": transport.get_returncode(),
             "stdout": stdout.text(),
             "stderr": stderr.text(),
             "timed_out": True,
@@ -478,7 +424,7 @@ async def _run_with_outputs(
             " (e.g. with setsid) were stopped]"
         )
     return {
-        "exit_code": proc.returncode,
+        "exit_code": transport.get_returncode(),
         "stdout": stdout.text(),
         "stderr": _with_notes(stderr.text(), notes),
         "timed_out": False,
