@@ -188,11 +188,11 @@ def format_validation_error(exc: ValidationError, file: Path | str | None) -> Co
     message = _accepted(err, nullable)
     if err["type"] != "missing":
         got = err["input"]
+        # an api_key_env value may be a pasted key, a URL may carry credentials: never echo them
+        secret_prone = bool(loc) and (str(loc[-1]) == "api_key_env" or str(loc[-1]).endswith("url"))
         if err["type"] == "too_long" and isinstance(got, list):
             message += f" (got {len(got)})"
-        elif loc and (str(loc[-1]) == "api_key_env" or str(loc[-1]).endswith("url")):
-            pass  # the value may be a pasted key or a URL with credentials: never echo it
-        else:
+        elif not secret_prone:
             message += f" (got {_show(got)})"
     return ConfigError(message, file=label, json_path=json_path)
 

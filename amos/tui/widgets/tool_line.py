@@ -127,9 +127,9 @@ class ToolCallLine(Static):
         words = ["approved"] if self.approved and self.status != "denied" else []
         if self.status == "approval" and self.approved:
             words.append("starting…")
-        elif self.status == "denied" and (self.error or "").startswith("denied"):
-            pass  # the error says it: "denied by the user: not today"
-        elif self.status != "succeeded":
+        elif self.status != "succeeded" and not (
+            self.status == "denied" and (self.error or "").startswith("denied")  # the error says it
+        ):
             words.append(_STATUS_WORDS.get(self.status, self.status.replace("_", " ")))
         return words
 
