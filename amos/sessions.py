@@ -118,7 +118,11 @@ class PendingApproval(_Model):
 
 
 class Session(_Model):
-    """One saved session (``session.json``)."""
+    """One saved session (``session.json``).
+
+    ``doom_loop`` is the doom-loop detector's state (spec/doom-loop-behaviour.md §6) plus
+    the runner's ``stop_verdict`` and ``pending_steer``; None before it is used.
+    """
 
     version: int = SESSION_VERSION
     id: str
@@ -133,6 +137,7 @@ class Session(_Model):
     loop: LoopDiagnostics | None = None
     last_stop: StopReceipt | None = None
     pending: PendingApproval | None = None
+    doom_loop: dict[str, Any] | None = None
 
 
 class SessionSummary(_Model):

@@ -104,6 +104,10 @@ class Tool:
         manages_timeout: True when ``run`` enforces ``ctx.command_timeout_s`` itself
             (raising ``ToolTimeout``) and cleans up after itself; the manager then
             allows a short grace period beyond that limit before cancelling it.
+        loop_key: what identifies a call for doom-loop detection
+            (spec/doom-loop-behaviour.md §7): None (absent) → the full arguments;
+            False → exempt; a list of argument names → that subset; a callable
+            ``args -> key`` (returning None exempts the call).
     """
 
     name: str
@@ -115,6 +119,7 @@ class Tool:
     summarize: Callable[[Any], str] | None = None
     render: Callable[[Any], str] | None = None
     manages_timeout: bool = False
+    loop_key: Any = None
 
     def spec(self) -> ToolSpec:
         """The provider-facing description of this tool (JSON schema of its arguments)."""

@@ -479,4 +479,5 @@ RUN_COMMAND = Tool(
     summarize=_summarize_command,
     render=render_command_result,
     manages_timeout=True,
+    loop_key=["command"],
 )

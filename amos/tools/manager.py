@@ -127,6 +127,11 @@ class ToolManager:
         tool = self._tools.get(name)
         return tool.effect if tool else "unknown"
 
+    def loop_key(self, name: str) -> Any:
+        """The tool's doom-loop ``loop_key`` declaration (None, i.e. absent, for unknown tools)."""
+        tool = self.get(name)
+        return tool.loop_key if tool is not None else None
+
     def permission(self, name: str) -> Permission:
         """The permission of ``name``: config first, else the tool's default.
 
