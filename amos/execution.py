@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from amos.approvals import call_fingerprint, new_pause
+from amos.doom_guard import DoomLoopGuard, doom_notice
 from amos.events import ApprovalRequested, Notice, RunEvent, ToolCallFinished, ToolCallStarted
 from amos.messages import Message, ToolCallPart, ToolResultPart, Usage
 from amos.policy.stop import LoopObservation
@@ -97,6 +98,7 @@ class ToolRounds:
 
     tools: ToolManager
     settings: RunSettings
+    doom: DoomLoopGuard | None
     session: Session
     _approvals: dict[str, asyncio.Future]
     _emit: Callable[[Execution, RunEvent], None]
@@ -109,12 +111,17 @@ class ToolRounds:
         effects run one at a time in the order given (spec/tools.md).
         """
         reads: list[ToolCallPart] = []
+        self._declare_round(ex, calls)
         for index, call in enumerate(calls):
             try:
                 self.tools.validate(call)
             except Exception:  # noqa: BLE001 - invalid calls fail at execute, unasked
                 await self._flush_reads(ex, reads)
-                await self._run_one(ex, call)
+                refused = self._doom_check(ex, call)
+                if refused is not None:
+                    self._record_outcome(ex, call, refused)
+                else:
+                    await self._run_one(ex, call)
                 continue
             permission = self.tools.permission(call.tool_name)
             if permission == "deny":
@@ -149,6 +156,11 @@ class ToolRounds:
                     self._record_outcome(ex, call, self.tools.outcome_for(
                         call, ex.record.execution_id, "denied", text))
                     continue
+            refused = self._doom_check(ex, call)
+            if refused is not None:
+                await self._flush_reads(ex, reads)
+                self._record_outcome(ex, call, refused)
+                continue
             if permission == "allow" and self.tools.effect(call.tool_name) == "read":
                 reads.append(call)
                 continue
@@ -156,6 +168,47 @@ class ToolRounds:
             await self._run_one(ex, call)
         await self._flush_reads(ex, reads)
         return False
+
+    def _declare_round(self, ex: Execution, calls: list[ToolCallPart]) -> None:
+        """Declare the round's checked calls to the doom-loop detector (spec §8 "Rounds")."""
+        doom = self.doom
+        if doom is None:
+            return
+        checked = []
+        for call in calls:
+            if self.tools.permission(call.tool_name) == "deny":
+                continue
+            key = doom.key_for(self.tools.loop_key(call.tool_name), call.arguments, call.raw_arguments)
+            if key is not None:
+                checked.append((call.tool_name, key))
+        doom.declare(ex.record.steps, checked)
+
+    def _doom_check(self, ex: Execution, call: ToolCallPart) -> ToolOutcome | None:
+        """Score a call that is about to run; an outcome when the ladder refuses it.
+
+        ``observe``/``steer``/``escalate`` let it run (with a notice; steer queues its
+        message for the next model request); ``block`` and ``stop`` refuse it, and once
+        ``stop`` fired every later call is refused too (spec/doom-loop-behaviour.md §8).
+        """
+        doom = self.doom
+        if doom is None:
+            return None
+        if doom.stop_verdict is not None:
+            return self.tools.outcome_for(call, ex.record.execution_id, "blocked",
+                                          f"blocked: the doom-loop ladder stopped the run: {doom.stop_verdict.message}")
+        key = doom.key_for(self.tools.loop_key(call.tool_name), call.arguments, call.raw_arguments)
+        if key is None:
+            return None
+        full = call.raw_arguments if call.raw_arguments is not None else call.arguments
+        verdict, duplicate = doom.score_call(call.tool_name, key, full, ex.record.steps)
+        if verdict is None:
+            return None
+        if not duplicate:
+            self._emit(ex, Notice(level="warning", text=doom_notice(verdict)))
+        if verdict.action in ("block", "stop"):
+            return self.tools.outcome_for(call, ex.record.execution_id, "blocked",
+                                          f"blocked by the doom-loop ladder: {verdict.message}")
+        return None
 
     async def _flush_reads(self, ex: Execution, reads: list[ToolCallPart]) -> None:
         if not reads:

@@ -22,6 +22,7 @@ from typing import Any
 
 from amos import paths
 from amos.context import build_system_prompt
+from amos.doom_guard import DoomLoopGuard
 from amos.errors import AmosError, ConfigError, UsageError
 from amos.redact import strip_url_secrets
 from amos.sessions import HostSettings, Session, SessionStore
@@ -292,6 +293,7 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
             provider_factory=factory,
             lock=lock,
             config=config,
+            doom=DoomLoopGuard.from_config(config.doom_loop, session.doom_loop) if config.doom_loop else None,
         )
     except BaseException:
         if lock is not None:

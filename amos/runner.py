@@ -22,6 +22,7 @@ from typing import Any
 
 from amos.approvals import apply_decisions, pending_infos
 from amos.context import build_request
+from amos.doom_guard import DoomLoopGuard, doom_notice
 from amos.errors import ProviderError, SessionError
 from amos.events import (
     Notice,
@@ -71,6 +72,7 @@ class AgentRunner(ToolRounds):
         provider_factory: builds a provider for ``set_model``.
         lock: the session's held lock (released by :meth:`close`).
         config: the loaded config, for ``/policy`` and ``/tools``.
+        doom: doom-loop detection (None when ``doom_loop`` is off).
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class AgentRunner(ToolRounds):
         lock: Any = None,
         config: Any = None,
         on_close: Iterable[Callable[[], None]] = (),
+        doom: DoomLoopGuard | None = None,
     ):
         self.session = session
         self.store = store
@@ -100,6 +103,7 @@ class AgentRunner(ToolRounds):
         self.settings = settings
         self.env = dict(env)
         self.config = config
+        self.doom = doom
         self._provider_factory = provider_factory
         self._lock = lock
         self._on_close = list(on_close)
@@ -297,6 +301,8 @@ class AgentRunner(ToolRounds):
         if self.session.title is None:
             self.session.title = prompt.strip().splitlines()[0][:80] if prompt.strip() else None
         self.session.messages.append(Message.user(prompt))
+        if self.doom is not None:
+            self.doom.new_user_turn()
         await self._loop(ex)
 
     async def _continue_held(self, ex: Execution, pending: PendingApproval) -> None:
@@ -316,14 +322,40 @@ class AgentRunner(ToolRounds):
             return
         await self._loop(ex)
 
+    def _before_request(self, ex: Execution) -> bool:
+        """Doom-loop duties before a model request: halt on an armed stop, deliver steer.
+
+        Returns:
+            True when the run must stop now (cause ``doom_loop``).
+        """
+        if self.doom is None:
+            return False
+        verdict = self.doom.stop_verdict
+        if verdict is not None:
+            ex.stop("doom_loop", "doom_loop", f"the doom-loop ladder stopped the run: {verdict.message}",
+                    {"doom_loop": verdict.to_dict()})
+            return True
+        for message in self.doom.take_steer():
+            self.session.messages.append(Message.user(f"[amos host: doom-loop steer] {message}", kind="feedback"))
+        return False
+
     async def _loop(self, ex: Execution) -> None:
         while True:
+            if self._before_request(ex):
+                return
             ex.record.steps += 1
             self._emit(ex, StepStarted(step=ex.record.steps, max_steps=self.settings.max_steps))
             turn = await self._model_turn(ex)
             if turn is None:
                 return
             finish, calls = turn
+            if self.doom is not None and ex.record.output_text:
+                verdict = self.doom.score_text(ex.record.output_text)
+                if verdict is not None:
+                    self._emit(ex, Notice(level="warning", text=doom_notice(verdict)))
+                if self.doom.stop_verdict is not None and not calls:
+                    self._before_request(ex)
+                    return
             if finish == "length":
                 for call in calls:
                     self._record_outcome(ex, call, self.tools.outcome_for(
@@ -428,6 +460,9 @@ class AgentRunner(ToolRounds):
                 completion_configured=bool(self.settings.verify), policy_hash=self.settings.policy_hash,
                 policy_enabled=self.settings.loop_policy_enabled,
                 max_recovery_attempts=self.settings.max_recovery_attempts)
+            if self.doom is not None:
+                self.session.doom_loop = self.doom.state()
+                loop = loop.model_copy(update={"doom_loop": self.doom.diagnostics()})
             self.session.loop = loop
             self.session.last_stop = receipt
             self.session.usage.add(Usage(

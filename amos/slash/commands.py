@@ -153,6 +153,11 @@ def _context_loop(runner: Any, line: str) -> SlashResult:
                 if diag.max_recovery_attempts is not None else "recovery off (no loop policy)")
     summary = (f"phase {diag.phase}  ·  stopping reason {diag.reason or '-'}  ·  {recovery}  ·  "
                f"iterations {diag.iterations}")
+    if diag.doom_loop:
+        last = diag.doom_loop.get("last_verdict")
+        streaks = ", ".join(f"{k} {v}" for k, v in (diag.doom_loop.get("streaks") or {}).items()) or "none"
+        summary += (f"\ndoom loop: streaks {streaks}  ·  last verdict "
+                    + (f"{last['action']} ({last['detector']}, streak {last['streak']})" if last else "none"))
     return SlashResult(command=line, result=data, text=summary + "\n" + _json_block(data))
 
 

@@ -1,0 +1,152 @@
+"""The runner's side of doom-loop detection (spec/doom-loop-behaviour.md §8).
+
+:class:`DoomLoopGuard` wraps the pure :class:`~amos.policy.doom_loop.DoomLoopMonitor`
+with what the engine owns: the armed ``stop_verdict`` (kept across decision-only
+resumes, cleared by a new user turn), the queue of steer messages (exact-text
+dedupe, delivered before the next model request, persisted across pauses), the last
+verdict for ``/context loop``, and the session blob. No internal error of the
+detector ever fails a run: failures become warnings and the call goes unscored.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from amos.policy.canonical import CanonicalizationError
+from amos.policy.doom_loop import (
+    DoomLoopMonitor,
+    DoomLoopVerdict,
+    resolve_doom_loop_option,
+    resolve_loop_key_material,
+)
+
+log = logging.getLogger("amos.doom_loop")
+
+MAX_PENDING_STEER = 20
+"""Most queued steer messages kept (oldest dropped first)."""
+
+
+def doom_notice(verdict: DoomLoopVerdict) -> str:
+    """One notice line for a verdict, e.g. ``doom loop: block (tool-fingerprint, streak 3) — …``."""
+    extra = " (escalation to another model is not wired yet; treated as observe)" if verdict.action == "escalate" else ""
+    return f"doom loop: {verdict.action} ({verdict.detector}, streak {verdict.streak}){extra} — {verdict.message}"
+
+
+class DoomLoopGuard:
+    """Doom-loop detection for one session.
+
+    Args:
+        monitor: the detector.
+        saved: the session's ``doom_loop`` section (``{"detector", "stop_verdict",
+            "pending_steer", "last_verdict"}``), or None.
+    """
+
+    def __init__(self, monitor: DoomLoopMonitor, saved: dict[str, Any] | None = None):
+        self.monitor = monitor
+        saved = saved if isinstance(saved, dict) else {}
+        self.stop_verdict = DoomLoopVerdict.from_dict(saved.get("stop_verdict"))
+        self.last_verdict = DoomLoopVerdict.from_dict(saved.get("last_verdict"))
+        steer = saved.get("pending_steer")
+        self.pending_steer: list[str] = [s for s in steer if isinstance(s, str)] if isinstance(steer, list) else []
+
+    @classmethod
+    def from_config(cls, option: Any, saved: dict[str, Any] | None) -> DoomLoopGuard | None:
+        """A guard for the ``doom_loop`` config (None when detection is off)."""
+        resolved = resolve_doom_loop_option(option)
+        if resolved is None:
+            return None
+        detector_state = saved.get("detector") if isinstance(saved, dict) else None
+        return cls(DoomLoopMonitor(resolved, initial_state=detector_state), saved)
+
+    # ------------------------------------------------------------------ scoring
+
+    def key_for(self, loop_key: Any, arguments: Any, raw_arguments: str | None) -> Any | None:
+        """The key material of a call, or None when the call is exempt.
+
+        Malformed arguments count as their raw string (spec §8 "Rounds").
+        """
+        args = raw_arguments if raw_arguments is not None else arguments
+        resolution = resolve_loop_key_material(loop_key, args)
+        if resolution.warning:
+            log.debug("loop_key fallback: %s", resolution.warning)
+        if resolution.kind == "exempt":
+            return None
+        return resolution.key_material
+
+    def declare(self, round_number: int, calls: list[tuple[str, Any]]) -> None:
+        """Declare the checked calls of a round before any of them is scored."""
+        try:
+            self.monitor.declare_round(round_number, calls)
+        except Exception:  # noqa: BLE001 - detection never fails a run
+            log.exception("declare_round failed")
+
+    def score_call(self, tool: str, key: Any, full_args: Any, round_number: int) -> tuple[DoomLoopVerdict | None, bool]:
+        """Score a call that is about to run.
+
+        Returns:
+            ``(verdict, duplicate_in_round)``; an unhashable key is retried with the full
+            arguments, then the call goes unscored (``(None, False)``).
+        """
+        for material in (key, full_args):
+            try:
+                record = self.monitor.record_tool_call(tool, material, round_number)
+            except CanonicalizationError:
+                continue
+            except Exception:  # noqa: BLE001 - detection never fails a run
+                log.exception("record_tool_call failed")
+                return None, False
+            if record.verdict is not None and not record.duplicate_in_round:
+                self._note(record.verdict)
+            return record.verdict, record.duplicate_in_round
+        return None, False
+
+    def score_text(self, text: str) -> DoomLoopVerdict | None:
+        """Score an assistant turn's text (block is never applied to text)."""
+        try:
+            verdict = self.monitor.record_assistant_text(text)
+        except Exception:  # noqa: BLE001 - detection never fails a run
+            log.exception("record_assistant_text failed")
+            return None
+        if verdict is not None:
+            self._note(verdict)
+        return verdict
+
+    def _note(self, verdict: DoomLoopVerdict) -> None:
+        self.last_verdict = verdict
+        if verdict.action == "steer" and verdict.message not in self.pending_steer:
+            self.pending_steer.append(verdict.message)
+            del self.pending_steer[:-MAX_PENDING_STEER]
+        if verdict.action == "stop" and self.stop_verdict is None:
+            self.stop_verdict = verdict
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def new_user_turn(self) -> None:
+        """A fresh user turn clears an armed stop verdict (spec §8 "stop")."""
+        self.stop_verdict = None
+
+    def take_steer(self) -> list[str]:
+        """The queued steer messages, emptied."""
+        messages, self.pending_steer = self.pending_steer, []
+        return messages
+
+    def state(self) -> dict[str, Any]:
+        """The session's ``doom_loop`` section (plain JSON)."""
+        return {
+            "detector": self.monitor.get_state(),
+            "stop_verdict": self.stop_verdict.to_dict() if self.stop_verdict else None,
+            "pending_steer": list(self.pending_steer),
+            "last_verdict": self.last_verdict.to_dict() if self.last_verdict else None,
+        }
+
+    def diagnostics(self) -> dict[str, Any]:
+        """What ``/context loop`` shows: streaks per tool and text, and the last verdict."""
+        detector = self.monitor.get_state()
+        return {
+            "streaks": {name: entry.get("streak") for name, entry in detector.get("tools", {}).items()},
+            "text_streak": (detector.get("text") or {}).get("streak"),
+            "last_verdict": self.last_verdict.to_dict() if self.last_verdict else None,
+            "stop_armed": self.stop_verdict is not None,
+            "ladder": self.monitor.config.ladder.to_dict(),
+        }
