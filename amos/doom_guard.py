@@ -29,7 +29,7 @@ MAX_PENDING_STEER = 20
 
 def doom_notice(verdict: DoomLoopVerdict) -> str:
     """One notice line for a verdict, e.g. ``doom loop: block (tool-fingerprint, streak 3) — …``."""
-    extra = " (escalation to another model is not wired yet; treated as observe)" if verdict.action == "escalate" else ""
+    extra = " (the next turn runs on the escalation model)" if verdict.action == "escalate" else ""
     return f"doom loop: {verdict.action} ({verdict.detector}, streak {verdict.streak}){extra} — {verdict.message}"
 
 
@@ -49,6 +49,7 @@ class DoomLoopGuard:
         self.last_verdict = DoomLoopVerdict.from_dict(saved.get("last_verdict"))
         steer = saved.get("pending_steer")
         self.pending_steer: list[str] = [s for s in steer if isinstance(s, str)] if isinstance(steer, list) else []
+        self.escalate_next = saved.get("escalate_next") is True
 
     @classmethod
     def from_config(cls, option: Any, saved: dict[str, Any] | None) -> DoomLoopGuard | None:
@@ -119,12 +120,26 @@ class DoomLoopGuard:
             del self.pending_steer[:-MAX_PENDING_STEER]
         if verdict.action == "stop" and self.stop_verdict is None:
             self.stop_verdict = verdict
+        if verdict.action == "escalate":
+            self.escalate_next = True
 
     # ------------------------------------------------------------------ lifecycle
 
     def new_user_turn(self) -> None:
         """A fresh user turn clears an armed stop verdict (spec §8 "stop")."""
         self.stop_verdict = None
+
+    def take_escalation(self) -> str | None:
+        """The model the next request must run on, when an escalation is latched and budget
+        remains; the budget is spent here, only when the escalation is applied (spec §8)."""
+        if not self.escalate_next:
+            return None
+        self.escalate_next = False
+        escalation = self.monitor.config.escalation
+        if escalation is None or not escalation.model or not self.monitor.can_escalate():
+            return None
+        self.monitor.consume_escalation()
+        return escalation.model
 
     def take_steer(self) -> list[str]:
         """The queued steer messages, emptied."""
@@ -137,6 +152,7 @@ class DoomLoopGuard:
             "detector": self.monitor.get_state(),
             "stop_verdict": self.stop_verdict.to_dict() if self.stop_verdict else None,
             "pending_steer": list(self.pending_steer),
+            "escalate_next": self.escalate_next,
             "last_verdict": self.last_verdict.to_dict() if self.last_verdict else None,
         }
 
@@ -148,5 +164,6 @@ class DoomLoopGuard:
             "text_streak": (detector.get("text") or {}).get("streak"),
             "last_verdict": self.last_verdict.to_dict() if self.last_verdict else None,
             "stop_armed": self.stop_verdict is not None,
+            "escalations_used": self.monitor.escalations_used,
             "ladder": self.monitor.config.ladder.to_dict(),
         }

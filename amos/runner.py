@@ -23,7 +23,7 @@ from typing import Any
 from amos.approvals import apply_decisions, pending_infos
 from amos.context import build_request
 from amos.doom_guard import DoomLoopGuard, doom_notice
-from amos.errors import ProviderError, SessionError
+from amos.errors import AmosError, ProviderError, SessionError
 from amos.events import (
     Notice,
     RunEvent,
@@ -391,13 +391,27 @@ class AgentRunner(ToolRounds):
             return True
         return False
 
+    def _turn_provider(self, ex: Execution) -> Provider:
+        """The provider for this request: the session's, or the doom-loop escalation model."""
+        model = self.doom.take_escalation() if self.doom is not None else None
+        if model is None or self._provider_factory is None:
+            return self.provider
+        try:
+            provider = self._provider_factory(model)
+        except AmosError as exc:
+            self._emit(ex, Notice(level="error", text=f"doom loop: cannot escalate to {model}: {exc}"))
+            return self.provider
+        self._emit(ex, Notice(level="warning", text=f"doom loop: this turn runs on the escalation model {model}"))
+        return provider
+
     async def _model_turn(self, ex: Execution) -> tuple[str, list[ToolCallPart]] | None:
         request = build_request(self.system_prompt, self.session.messages, self.tools.specs())
+        provider = self._turn_provider(ex)
         text: list[str] = []
         calls: list[ToolCallPart] = []
         finish = None
         try:
-            async for event in self.provider.stream(request):
+            async for event in provider.stream(request):
                 if isinstance(event, TextDeltaEvent):
                     delta = clean_text(event.text)
                     text.append(delta)

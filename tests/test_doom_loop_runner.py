@@ -119,3 +119,21 @@ def test_stop_verdict_and_steer_survive_the_session_blob_and_a_new_turn_clears_s
     assert again.stop_verdict is None
     broken = DoomLoopGuard.from_config(True, {"detector": "garbage", "stop_verdict": 3, "pending_steer": "x"})
     assert broken.stop_verdict is None and broken.pending_steer == []
+
+
+def test_escalate_runs_the_next_turn_on_the_escalation_model_once(tmp_path):
+    esc = write_script(tmp_path, [{"text": "escalated model: try a different approach"}], name="esc.json")
+    turn = {"tool_calls": [{"name": "list_dir", "arguments": {}}]}
+    script = write_script(tmp_path, [turn, turn, turn, {"text": "main model again"}])
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"doom_loop": {
+        "ladder": {"observe": False, "escalate": 2, "block": False, "stop": 9},
+        "escalation": {"model": f"scripted:{esc}", "max_escalations": 1}}}))
+    code, doc = cli_json("run", "--config", str(cfg), "--script", str(script), "--workspace", str(tmp_path), "x")
+    assert code == 0 and doc["output_text"] == "escalated model: try a different approach"
+    assert doc["stop"]["steps"] == 3
+    saved = json.loads(open(doc["session_path"]).read())["doom_loop"]
+    assert saved["detector"]["escalations_used"] == 1 and saved["escalate_next"] is False
+    # budget spent: the next loop does not escalate again, the main script answers
+    code, again = cli_json("run", "--session", doc["session_id"], "go on")
+    assert code == 0 and again["output_text"] == "main model again"
