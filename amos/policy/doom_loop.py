@@ -2,12 +2,15 @@
 
 A doom loop is a run that keeps spending without making progress: the model re-issues
 the same tool call (or the same fan-out of calls, or the same malformed call) round after
-round, or emits the same text over and over. This module turns the recorded sequence of
-calls and texts into verdicts on a configurable ladder (observe → steer → escalate →
-block → stop). It follows spec/doom-loop-behaviour.md section by section (§1 config,
-§2 ladder, §4 tool streaks, §5 text, §6 state, §7 ``loop_key``); fingerprints (§3) come
-from :mod:`amos.policy.canonical`, and the text rules live in
-:mod:`amos.policy.doom_loop_text`. Background: seeds/doom-loop-detection.d.ts.txt.
+round, or emits the same text over and over. This module holds the verdict and call-record
+types and :class:`DoomLoopMonitor`, which turns the recorded calls and texts into verdicts
+on a configurable ladder (observe → steer → escalate → block → stop), following
+spec/doom-loop-behaviour.md. Config and ladder (§1, §2) live in
+:mod:`amos.policy.doom_loop_config`, per-tool streak bookkeeping (§4, §6) in
+:mod:`amos.policy.doom_loop_streaks`, ``loop_key`` resolution (§7) in
+:mod:`amos.policy.doom_loop_keys`, text rules (§5) in :mod:`amos.policy.doom_loop_text`,
+and fingerprints (§3) in :mod:`amos.policy.canonical`; this module re-exports their public
+API (see ``__all__``). Background: seeds/doom-loop-detection.d.ts.txt.
 
 Everything here is deterministic (no clocks, no randomness) and free of I/O: the runner
 owns hooks, notices, steering, blocking, stopping, and the ``stop_verdict`` and
@@ -30,6 +33,31 @@ from amos.policy.canonical import (
     fingerprint_key_material,
     fingerprint_tool_call,
 )
+from amos.policy.doom_loop_config import (
+    DEFAULT_DOOM_LOOP_LADDER,
+    DEFAULT_MAX_ESCALATIONS,
+    RUNGS,
+    DoomLoopAction,
+    DoomLoopLadder,
+    ResolvedDoomLoop,
+    ResolvedEscalation,
+    Threshold,
+    _enabled_rungs,
+    _first_reached,
+    _is_number,
+    resolve_doom_loop_option,
+    resolve_ladder_action,
+)
+from amos.policy.doom_loop_keys import LoopKeyResolution, resolve_loop_key_material
+from amos.policy.doom_loop_streaks import (
+    MAX_RESTORED_STREAK,
+    MAX_ROUND_WIDTH,
+    MAX_TRACKED_TOOLS,
+    _call_message,
+    _restore_entry,
+    _ToolEntry,
+    _valid_streak,
+)
 from amos.policy.doom_loop_text import (
     DEFAULT_TEXT_OPTIONS,
     DoomLoopTextOptions,
@@ -46,6 +74,7 @@ __all__ = [
     "MAX_ROUND_WIDTH",
     "MAX_TRACKED_TOOLS",
     "MAX_WARNINGS",
+    "RUNGS",
     "CanonicalizationError",
     "DoomLoopAction",
     "DoomLoopCallRecord",
@@ -58,398 +87,20 @@ __all__ = [
     "ResolvedDoomLoop",
     "ResolvedEscalation",
     "TextRepetition",
+    "Threshold",
     "detect_text_repetition",
     "resolve_doom_loop_option",
     "resolve_ladder_action",
     "resolve_loop_key_material",
 ]
 
-DoomLoopAction = Literal["observe", "steer", "escalate", "block", "stop"]
-"""Ladder actions, weakest to strongest (seed ``DoomLoopAction``)."""
-
 DoomLoopDetector = Literal[
     "tool-fingerprint", "server-tool-fingerprint", "text-repetition", "text-streak"
 ]
 """Which detector produced a verdict."""
 
-RUNGS: tuple[DoomLoopAction, ...] = ("observe", "steer", "escalate", "block", "stop")
-"""The ladder rungs, weakest first."""
-
-DEFAULT_MAX_ESCALATIONS = 2
-"""Escalation budget when none (or an invalid one) is given (spec §1)."""
-
-MAX_TRACKED_TOOLS = 256
-"""Most tool entries a monitor keeps; the least recently recorded tool is forgotten first."""
-
-MAX_ROUND_WIDTH = 128
-"""Most distinct calls of one tool whose per-call streaks are kept per round, and the
-widest round set persisted (a wider set is saved as a single call with streak 1)."""
-
-MAX_RESTORED_STREAK = 1_000_000
-"""Upper clamp of a restored tool streak (spec §6)."""
-
 MAX_WARNINGS = 100
 """Most warnings :attr:`DoomLoopMonitor.warnings` holds; the oldest are dropped first."""
-
-Threshold = int | Literal[False]
-
-
-# --------------------------------------------------------------------------- config (§1)
-
-
-@dataclass(frozen=True)
-class DoomLoopLadder:
-    """Streak thresholds of each rung; ``False`` disables a rung (spec §1, §2).
-
-    Defaults: observe 2, steer off, escalate off, block 3, stop 6.
-    """
-
-    observe: Threshold = 2
-    steer: Threshold = False
-    escalate: Threshold = False
-    block: Threshold = 3
-    stop: Threshold = 6
-
-    def to_dict(self) -> dict[str, Threshold]:
-        """The ladder as plain JSON data."""
-        return {rung: getattr(self, rung) for rung in RUNGS}
-
-
-DEFAULT_DOOM_LOOP_LADDER = DoomLoopLadder()
-"""The default ladder (spec §1)."""
-
-
-@dataclass(frozen=True)
-class ResolvedEscalation:
-    """What the ``escalate`` rung switches to (spec §1 "Escalation").
-
-    Attributes:
-        model: Model string for the next turn; None when only ``advisor`` was given.
-        max_escalations: Escalations allowed per conversation (≥ 1).
-        advisor: The reference's advisor mechanism, kept for fidelity of resolution
-            only: amos applies ``model`` escalation alone (spec header), so
-            :meth:`DoomLoopMonitor.can_escalate` is False without ``model``.
-    """
-
-    model: str | None = None
-    max_escalations: int = DEFAULT_MAX_ESCALATIONS
-    advisor: Any = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The escalation config as plain data (``advisor`` only when set)."""
-        data: dict[str, Any] = {"model": self.model, "max_escalations": self.max_escalations}
-        if self.advisor is not None:
-            data["advisor"] = self.advisor
-        return data
-
-
-@dataclass(frozen=True)
-class ResolvedDoomLoop:
-    """A fully resolved ``doom_loop`` configuration (spec §1).
-
-    Attributes:
-        ladder: The rung thresholds.
-        text: Text-detection options (``text.enabled`` False disables both text
-            detectors).
-        escalation: The escalation mechanism, or None when none is configured.
-        warnings: Informational warnings about the configuration (spec §1 "Warnings").
-    """
-
-    ladder: DoomLoopLadder = DEFAULT_DOOM_LOOP_LADDER
-    text: DoomLoopTextOptions = DEFAULT_TEXT_OPTIONS
-    escalation: ResolvedEscalation | None = None
-    warnings: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """The configuration as plain data, without the warnings."""
-        return {
-            "ladder": self.ladder.to_dict(),
-            "text": self.text.to_dict(),
-            "escalation": self.escalation.to_dict() if self.escalation else None,
-        }
-
-
-def _is_number(value: Any) -> bool:
-    """A finite int or float; bools are JSON booleans, never numbers (spec header)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    return isinstance(value, int) or math.isfinite(value)
-
-
-def _sanitize_threshold(value: Any, default: Threshold) -> Threshold:
-    if value is False:
-        return False
-    if _is_number(value) and value >= 1:
-        return math.floor(value)
-    return default
-
-
-def _ladder_warnings(ladder: DoomLoopLadder) -> list[str]:
-    warnings = []
-    if ladder.block is not False and ladder.stop is False:
-        warnings.append(
-            f"doom_loop: the ladder blocks (block {ladder.block}) but never stops (stop "
-            "false): a model that keeps re-issuing a blocked call loops until another "
-            "limit ends the run"
-        )
-    for index, weak in enumerate(RUNGS):
-        weak_at = getattr(ladder, weak)
-        if weak_at is False:
-            continue
-        for strong in RUNGS[index + 1 :]:
-            strong_at = getattr(ladder, strong)
-            if strong_at is not False and weak_at >= strong_at:
-                warnings.append(
-                    f'doom_loop: ladder rung "{weak}" ({weak_at}) can never fire: the '
-                    f'stronger rung "{strong}" ({strong_at}) already applies at that streak'
-                )
-                break
-    return warnings
-
-
-def _resolve_escalation(
-    raw: Any, ladder: DoomLoopLadder
-) -> tuple[ResolvedEscalation | None, list[str]]:
-    raw = raw if isinstance(raw, Mapping) else {}
-    model = raw.get("model")
-    model = model if isinstance(model, str) else None
-    advisor = raw.get("advisor")
-    has_advisor = advisor is not None and advisor is not False
-    if model is None and not has_advisor:
-        if ladder.escalate is not False:
-            return None, [
-                f"doom_loop: ladder.escalate ({ladder.escalate}) is set but no escalation "
-                "model is configured; the rung is skipped and verdicts fall through to "
-                "weaker rungs"
-            ]
-        return None, []
-    cap = raw.get("max_escalations")
-    escalation = ResolvedEscalation(
-        model=model,
-        max_escalations=math.floor(cap)
-        if _is_number(cap) and cap >= 1
-        else DEFAULT_MAX_ESCALATIONS,
-        advisor=advisor if has_advisor else None,
-    )
-    if ladder.escalate is False:
-        return escalation, [
-            "doom_loop: an escalation mechanism is configured but ladder.escalate is off; "
-            "set ladder.escalate to a streak for it to be used"
-        ]
-    return escalation, []
-
-
-def _resolve_text(raw: Any) -> DoomLoopTextOptions:
-    if raw is False:
-        return DoomLoopTextOptions(enabled=False)
-    if not isinstance(raw, Mapping):  # None (absent), True, or a shape with no fields
-        return DEFAULT_TEXT_OPTIONS
-
-    def pick(name: str) -> Any:
-        value = raw.get(name)
-        return getattr(DEFAULT_TEXT_OPTIONS, name) if value is None else value
-
-    return DoomLoopTextOptions(
-        enabled=pick("enabled"),
-        max_period_tokens=pick("max_period_tokens"),
-        min_repeats=pick("min_repeats"),
-        min_covered_tokens=pick("min_covered_tokens"),
-        max_window_tokens=pick("max_window_tokens"),
-    )
-
-
-def resolve_doom_loop_option(option: Any) -> ResolvedDoomLoop | None:
-    """Resolve the ``doom_loop`` option leniently, as the reference does (spec §1).
-
-    The config file is validated strictly by :class:`amos.config_models.DoomLoopConfig`;
-    this function serves programmatic callers and never raises:
-
-    - ``None`` (absent) or ``False`` → None (detection off); ``True`` or ``{}`` → defaults;
-    - a pydantic model (``AmosConfig.doom_loop``) is read through ``model_dump()``; a
-      :class:`ResolvedDoomLoop` is returned as is; any other non-mapping → defaults;
-    - ladder: each rung separately — ``False`` is kept, a finite number ≥ 1 is floored,
-      anything else reverts to its default (observe 2, steer off, escalate off,
-      block 3, stop 6);
-    - text: ``False`` disables it; in a mapping, missing or None fields take the defaults
-      (enabled, max_period_tokens 16, min_repeats 4, min_covered_tokens 12,
-      max_window_tokens 400) and values are not range-checked;
-    - escalation: None unless a string ``model`` or a non-``False`` ``advisor`` is set
-      (``advisor: False`` is dropped); ``max_escalations`` is floored when finite and ≥ 1,
-      else 2.
-
-    Args:
-        option: The raw option: None, a bool, a mapping with ``ladder``/``text``/
-            ``escalation``, or a pydantic ``DoomLoopConfig``.
-
-    Returns:
-        The resolved config, whose ``warnings`` name (in this order) block without stop,
-        each dead rung (a weaker rung whose threshold is ≥ an enabled stronger rung's),
-        and an escalate rung without a mechanism or a mechanism without the rung; or None
-        when detection is off.
-    """
-    if option is None or option is False:
-        return None
-    if isinstance(option, ResolvedDoomLoop):
-        return option
-    if not isinstance(option, Mapping) and callable(getattr(option, "model_dump", None)):
-        option = option.model_dump()
-    config = option if isinstance(option, Mapping) else {}
-    raw_ladder = config.get("ladder")
-    raw_ladder = raw_ladder if isinstance(raw_ladder, Mapping) else {}
-    ladder = DoomLoopLadder(
-        **{
-            rung: _sanitize_threshold(raw_ladder.get(rung), getattr(DEFAULT_DOOM_LOOP_LADDER, rung))
-            for rung in RUNGS
-        }
-    )
-    warnings = _ladder_warnings(ladder)
-    escalation, escalation_warnings = _resolve_escalation(config.get("escalation"), ladder)
-    return ResolvedDoomLoop(
-        ladder=ladder,
-        text=_resolve_text(config.get("text")),
-        escalation=escalation,
-        warnings=tuple(warnings + escalation_warnings),
-    )
-
-
-# --------------------------------------------------------------------------- ladder (§2)
-
-
-def resolve_ladder_action(
-    ladder: DoomLoopLadder | Mapping[str, Any],
-    streak: float,
-    *,
-    allow_block: bool,
-    allow_escalate: bool = True,
-) -> DoomLoopAction | None:
-    """The strongest enabled rung whose threshold ``streak`` reaches (spec §2).
-
-    Rungs are checked stop, block (only with ``allow_block``), escalate (only with
-    ``allow_escalate``), steer, observe; the first with ``streak >= threshold`` wins.
-    Text and server-tool verdicts pass ``allow_block=False`` (nothing is left to block:
-    a block-level streak falls through, while stop still stops). The monitor passes
-    :meth:`DoomLoopMonitor.can_escalate` as ``allow_escalate``.
-
-    Args:
-        ladder: A :class:`DoomLoopLadder`, or a mapping of rung → threshold (a missing
-            rung, ``False`` or a non-number is disabled).
-        streak: The repetition count.
-        allow_block: Whether the block rung may apply.
-        allow_escalate: Whether the escalate rung may apply.
-
-    Returns:
-        The action, or None when no enabled rung is reached.
-    """
-    return _first_reached(_enabled_rungs(ladder), streak, allow_block, allow_escalate)
-
-
-def _enabled_rungs(ladder: DoomLoopLadder | Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    """``(action, threshold)`` of the enabled rungs, strongest first (spec §2 order)."""
-    rungs = []
-    for rung in reversed(RUNGS):
-        if isinstance(ladder, Mapping):
-            threshold = ladder.get(rung)
-        else:
-            threshold = getattr(ladder, rung, False)
-        if _is_number(threshold):
-            rungs.append((rung, threshold))
-    return tuple(rungs)
-
-
-def _first_reached(
-    rungs: tuple[tuple[str, Any], ...], streak: float, allow_block: bool, allow_escalate: bool
-) -> DoomLoopAction | None:
-    for rung, threshold in rungs:
-        if streak >= threshold:
-            if rung == "block" and not allow_block:
-                continue
-            if rung == "escalate" and not allow_escalate:
-                continue
-            return rung
-    return None
-
-
-# --------------------------------------------------------------------------- loop_key (§7)
-
-
-@dataclass(frozen=True)
-class LoopKeyResolution:
-    """A tool's ``loop_key`` resolved against one call's arguments (spec §7).
-
-    Attributes:
-        kind: ``"key"`` (use ``key_material``), ``"fallback"`` (use ``key_material``,
-            the full arguments, and surface ``warning``) or ``"exempt"`` (do not score
-            the call).
-        key_material: The identity to fingerprint; None when exempt.
-        warning: Why the declaration fell back; None unless ``kind == "fallback"``.
-    """
-
-    kind: Literal["key", "fallback", "exempt"]
-    key_material: Any = None
-    warning: str | None = None
-
-
-def resolve_loop_key_material(loop_key: Any, args: Any) -> LoopKeyResolution:
-    """Resolve a tool's ``loop_key`` declaration against one call's arguments (spec §7).
-
-    ====================================================  ==========================
-    ``loop_key``                                          result
-    ====================================================  ==========================
-    ``None`` (absent)                                     key: the full ``args``
-    ``False``                                             exempt
-    list/tuple of names                                   key: ``{name: args[name]}``
-                                                          for each string name present
-                                                          in ``args`` (a None value
-                                                          counts as present)
-    empty list, or no listed name present                 fallback (full args)
-    callable raising an ``Exception``                     fallback (full args)
-    callable returning None                               exempt (this call only)
-    callable returning anything else (even ``False``)     key: that value
-    any other shape (``True``, a str, a dict, …)          fallback (full args)
-    ====================================================  ==========================
-
-    Python has no ``undefined``, so the reference's "function returned undefined" row
-    has no counterpart. Malformed (unparseable) arguments arrive as their raw string;
-    a field list then falls back to that string.
-
-    Args:
-        loop_key: The declaration (``Tool.loop_key``).
-        args: The call's arguments: a dict, or the raw string of malformed arguments.
-
-    Returns:
-        The resolution; this function never raises for an ``Exception`` from a callable.
-    """
-    if loop_key is None:
-        return LoopKeyResolution("key", args)
-    if loop_key is False:
-        return LoopKeyResolution("exempt")
-    if isinstance(loop_key, list | tuple):
-        subset = {}
-        if isinstance(args, Mapping):
-            subset = {
-                name: args[name] for name in loop_key if isinstance(name, str) and name in args
-            }
-        if subset:
-            return LoopKeyResolution("key", subset)
-        why = "is empty" if not loop_key else "names no field present in the arguments"
-        return LoopKeyResolution(
-            "fallback", args, f"loop_key field list {why}; using the full arguments"
-        )
-    if callable(loop_key):
-        try:
-            result = loop_key(args)
-        except Exception as exc:
-            return LoopKeyResolution(
-                "fallback", args, f"loop_key raised {exc!r}; using the full arguments"
-            )
-        if result is None:
-            return LoopKeyResolution("exempt")
-        return LoopKeyResolution("key", result)
-    return LoopKeyResolution(
-        "fallback",
-        args,
-        f"loop_key has an unsupported shape ({type(loop_key).__name__}); using the full arguments",
-    )
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -544,73 +195,7 @@ class DoomLoopCallRecord:
 _STRENGTH = {action: index for index, action in enumerate(RUNGS)}
 
 
-def _round_summary(fingerprints: tuple[str, ...]) -> str:
-    shown = "+".join(fp[:8] for fp in fingerprints[:3])
-    more = len(fingerprints) - 3
-    return f"{shown}+{more} more…" if more > 0 else f"{shown}…"
-
-
-def _call_message(kind: str, tool: str, streak: int, fp: str, round_set: tuple[str, ...]) -> str:
-    """The verdict message of a tool call, of one of three kinds (spec §4 "message").
-
-    ``per_call`` when the call's own streak beats its round's or it is not a member of a
-    declared round (undeclared calls included); ``round_set`` for a declared set of more
-    than one call — the same text for every call of the round, so steer's exact-text
-    dedupe queues it once; ``single_call`` otherwise.
-    """
-    tail = "Take a different approach, or explain why the repetition is needed."
-    if kind == "round_set":
-        return (
-            f'Doom loop suspected: tool "{tool}" was called with the same set of '
-            f"{len(round_set)} parallel calls in {streak} consecutive rounds (round "
-            f"{_round_summary(round_set)}). Reissuing the same fan-out will not change the "
-            f"results. {tail}"
-        )
-    if kind == "per_call":
-        return (
-            f'Doom loop suspected: this exact "{tool}" call (fingerprint {fp[:16]}…) has been '
-            f"issued in {streak} consecutive rounds. Repeating it will not change its "
-            f"result. {tail}"
-        )
-    return (
-        f'Doom loop suspected: tool "{tool}" was called with identical arguments in {streak} '
-        f"consecutive rounds (fingerprint {fp[:16]}…). Repeating the call will not change "
-        f"the result. {tail}"
-    )
-
-
 # --------------------------------------------------------------------------- monitor (§4–§6)
-
-
-class _ToolEntry:
-    """One tool's streak bookkeeping (spec §4): persisted and run-local fields."""
-
-    __slots__ = (
-        "fingerprint",
-        "streak",
-        "set",
-        "calls",
-        "has_round",
-        "round",
-        "seen",
-        "prior_set",
-        "prior_streak",
-        "prior_calls",
-    )
-
-    def __init__(
-        self, fingerprint: str, streak: int, round_set: tuple[str, ...], calls: dict[str, int]
-    ):
-        self.fingerprint = fingerprint  # persisted
-        self.streak = streak  # persisted: the round-set streak, score(set)
-        self.set = round_set  # persisted when wider than one call
-        self.calls = calls  # persisted: fp -> per-call streak for the last round
-        self.has_round = False  # run-local from here on
-        self.round: Any = None
-        self.seen: set[str] = set()
-        self.prior_set: tuple[str, ...] | None = None
-        self.prior_streak = 0
-        self.prior_calls: dict[str, int] = {}
 
 
 class DoomLoopMonitor:
@@ -1028,39 +613,3 @@ class DoomLoopMonitor:
         used = state.get("escalations_used")
         self._escalations_used = math.floor(used) if _is_number(used) and used >= 0 else 0
         self._tools = tools
-
-
-def _valid_streak(raw: Any) -> bool:
-    return (
-        isinstance(raw, dict)
-        and isinstance(raw.get("fingerprint"), str)
-        and _is_number(raw.get("streak"))
-    )
-
-
-def _restore_entry(raw: Any) -> _ToolEntry | None:
-    """One saved tool entry, sanitised per spec §6; None when it must be dropped."""
-    if not _valid_streak(raw):
-        return None
-    fingerprint = raw["fingerprint"]
-    streak = min(max(math.floor(raw["streak"]), 1), MAX_RESTORED_STREAK)
-    fps = raw.get("round_fingerprints")
-    if (
-        isinstance(fps, list)
-        and 1 < len(fps) <= MAX_ROUND_WIDTH
-        and all(isinstance(fp, str) for fp in fps)
-    ):
-        round_set = tuple(sorted(fps))
-    else:
-        round_set = (fingerprint,)
-    calls: dict[str, int] = {}
-    raw_calls = raw.get("call_streaks")
-    if isinstance(raw_calls, dict):
-        for fp, count in raw_calls.items():
-            if len(calls) >= MAX_ROUND_WIDTH:
-                break
-            if isinstance(fp, str) and _is_number(count) and count >= 1:
-                calls[fp] = math.floor(count)
-    if not calls:
-        calls = dict.fromkeys(round_set, streak)
-    return _ToolEntry(fingerprint, streak, round_set, calls)
