@@ -129,7 +129,8 @@ class Renderer:
         elif isinstance(event, ToolCallFinished):
             glyph = _STATUS_GLYPH.get(event.status, "?")
             extra = f" — {event.error}" if event.error and event.status != "succeeded" else ""
-            self._line(f"  {glyph} {event.summary} [{event.status}, {event.duration_s:.2f} s]{extra}"[:300])
+            line = f"  {glyph} {event.summary} [{event.status}, {event.duration_s:.2f} s]{extra}"
+            self._line(line if len(line) <= 300 else line[:299] + "…")
         elif isinstance(event, Notice):
             self._line(f"  ! {event.text}")
         elif isinstance(event, ApprovalRequested):

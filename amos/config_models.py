@@ -81,8 +81,8 @@ def _check_env_name(value: str) -> str:
 def _check_rung(value: Any) -> int | bool:
     if value is False:
         return False
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError("must be false or an integer of at least 1")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+        raise ValueError("must be false or an integer from 1 to 1000")
     return value
 
 
@@ -297,14 +297,14 @@ class DoomLoopTextConfig(_Model):
 
     enabled: bool = True
     """Detect repeated text."""
-    max_period_tokens: PosInt = 16
-    """Longest repeated block looked for, tokens."""
-    min_repeats: PosInt = 4
-    """Consecutive copies needed."""
-    min_covered_tokens: PosInt = 12
-    """Tokens the copies must cover."""
-    max_window_tokens: PosInt = 400
-    """Tail of the text examined, tokens."""
+    max_period_tokens: Annotated[int, Field(ge=1, le=256)] = 16
+    """Longest repeated block looked for, tokens (at most 256: the work grows with it)."""
+    min_repeats: Threshold = 4
+    """Consecutive copies needed (at most 1000)."""
+    min_covered_tokens: Annotated[int, Field(ge=1, le=4000)] = 12
+    """Tokens the copies must cover (at most 4000)."""
+    max_window_tokens: Annotated[int, Field(ge=1, le=4000)] = 400
+    """Tail of the text examined, tokens (at most 4000: bounds the work per turn)."""
 
 
 class DoomLoopEscalationConfig(_Model):

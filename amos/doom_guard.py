@@ -26,6 +26,9 @@ log = logging.getLogger("amos.doom_loop")
 MAX_PENDING_STEER = 20
 """Most queued steer messages kept (oldest dropped first)."""
 
+MAX_STEER_CHARS = 2000
+"""Longest restored steer message (characters)."""
+
 
 def doom_notice(verdict: DoomLoopVerdict) -> str:
     """One notice line for a verdict, e.g. ``doom loop: block (tool-fingerprint, streak 3) — …``."""
@@ -42,23 +45,29 @@ class DoomLoopGuard:
             "pending_steer", "last_verdict"}``), or None.
     """
 
-    def __init__(self, monitor: DoomLoopMonitor, saved: dict[str, Any] | None = None):
+    def __init__(self, monitor: DoomLoopMonitor, saved: Any = None):
         self.monitor = monitor
+        if saved is not None and not isinstance(saved, dict):
+            monitor.warnings.append("the session's doom_loop section is not an object; it was ignored")
         saved = saved if isinstance(saved, dict) else {}
         self.stop_verdict = DoomLoopVerdict.from_dict(saved.get("stop_verdict"))
         self.last_verdict = DoomLoopVerdict.from_dict(saved.get("last_verdict"))
         steer = saved.get("pending_steer")
-        self.pending_steer: list[str] = [s for s in steer if isinstance(s, str)] if isinstance(steer, list) else []
+        self.pending_steer: list[str] = (
+            [s[:MAX_STEER_CHARS] for s in steer if isinstance(s, str)][-MAX_PENDING_STEER:]
+            if isinstance(steer, list) else [])
         self.escalate_next = saved.get("escalate_next") is True
 
     @classmethod
-    def from_config(cls, option: Any, saved: dict[str, Any] | None) -> DoomLoopGuard | None:
+    def from_config(cls, option: Any, saved: Any) -> DoomLoopGuard | None:
         """A guard for the ``doom_loop`` config (None when detection is off)."""
         resolved = resolve_doom_loop_option(option)
         if resolved is None:
             return None
         detector_state = saved.get("detector") if isinstance(saved, dict) else None
-        return cls(DoomLoopMonitor(resolved, initial_state=detector_state), saved)
+        monitor = DoomLoopMonitor(resolved, initial_state=detector_state)
+        monitor.warnings[:0] = list(resolved.warnings)  # config warnings first, then restore ones
+        return cls(monitor, saved)
 
     # ------------------------------------------------------------------ scoring
 
@@ -124,6 +133,10 @@ class DoomLoopGuard:
             self.escalate_next = True
 
     # ------------------------------------------------------------------ lifecycle
+
+    def take_warnings(self) -> list[str]:
+        """Config and restore warnings collected so far (dead rungs, dropped state…), emptied."""
+        return self.monitor.take_warnings()
 
     def new_user_turn(self) -> None:
         """A fresh user turn clears an armed stop verdict (spec §8 "stop")."""

@@ -247,6 +247,13 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
             parse_model_spec(model)
             model = "scripted:" + str((cwd / model[len("scripted:"):]).resolve())
         provider = factory(model)
+        escalation = config.doom_loop.escalation if config.doom_loop else None
+        if escalation is not None and escalation.model:
+            try:
+                factory(escalation.model)
+            except AmosError as exc:
+                raise ConfigError(f"escalation model is not usable: {exc}",
+                                  json_path="doom_loop.escalation.model") from None
         tools = ToolManager(
             builtin_tools(),
             permissions=permissions,

@@ -275,6 +275,10 @@ class AgentRunner(ToolRounds):
     async def _execute(self, ex: Execution, body: Callable[[], Awaitable[None]]) -> None:
         self._emit(ex, RunStarted(session_id=self.session.id, execution_id=ex.record.execution_id,
                                   model=self.model_spec, resumed=ex.resumed))
+        if self.doom is not None:
+            for warning in self.doom.take_warnings():
+                text = warning if warning.startswith("doom_loop") else f"doom_loop: {warning}"
+                self._emit(ex, Notice(level="warning", text=text))
         try:
             try:
                 async with asyncio.timeout(self.settings.timeout_s):
@@ -391,6 +395,17 @@ class AgentRunner(ToolRounds):
             return True
         return False
 
+    def _unique_call_id(self, call: ToolCallPart, turn_calls: list[ToolCallPart]) -> ToolCallPart:
+        """``call`` with an id no earlier call of the session used (two models, or a model
+        that reuses ids, must not make tool results ambiguous)."""
+        used = {c.call_id for m in self.session.messages for c in m.tool_calls} | {c.call_id for c in turn_calls}
+        if call.call_id not in used:
+            return call
+        n = 2
+        while f"{call.call_id}~{n}" in used:
+            n += 1
+        return call.model_copy(update={"call_id": f"{call.call_id}~{n}"})
+
     def _turn_provider(self, ex: Execution) -> Provider:
         """The provider for this request: the session's, or the doom-loop escalation model."""
         model = self.doom.take_escalation() if self.doom is not None else None
@@ -417,7 +432,7 @@ class AgentRunner(ToolRounds):
                     text.append(delta)
                     self._emit(ex, TextDelta(text=delta))
                 elif isinstance(event, ToolCallEvent):
-                    calls.append(event.call)
+                    calls.append(self._unique_call_id(event.call, calls))
                 elif isinstance(event, FinishEvent):
                     finish = event
         except ProviderError as exc:

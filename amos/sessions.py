@@ -137,7 +137,7 @@ class Session(_Model):
     loop: LoopDiagnostics | None = None
     last_stop: StopReceipt | None = None
     pending: PendingApproval | None = None
-    doom_loop: dict[str, Any] | None = None
+    doom_loop: Any = None
 
 
 class SessionSummary(_Model):

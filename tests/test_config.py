@@ -343,7 +343,7 @@ BAD_VALUES = [
     ({"loop_policy": {"completion": {"files": [""]}}}, "loop_policy.completion.files.0", "must not be empty"),
     ({"loop_policy": {"checker_timeout_s": 0}}, "loop_policy.checker_timeout_s", "greater than 0"),
     ({"doom_loop": 3}, "doom_loop", "null, false, true or an object"),
-    ({"doom_loop": {"ladder": {"stop": 0}}}, "doom_loop.ladder.stop", "false or an integer of at least 1"),
+    ({"doom_loop": {"ladder": {"stop": 0}}}, "doom_loop.ladder.stop", "false or an integer from 1 to 1000"),
     ({"doom_loop": {"ladder": {"block": True}}}, "doom_loop.ladder.block", "false or an integer"),
     ({"doom_loop": {"ladder": {"observe": 1.5}}}, "doom_loop.ladder.observe", "false or an integer"),
     ({"doom_loop": {"text": "yes"}}, "doom_loop.text", "true, false or an object"),

@@ -137,3 +137,44 @@ def test_escalate_runs_the_next_turn_on_the_escalation_model_once(tmp_path):
     # budget spent: the next loop does not escalate again, the main script answers
     code, again = cli_json("run", "--session", doc["session_id"], "go on")
     assert code == 0 and again["output_text"] == "main model again"
+
+
+def test_hostile_doom_loop_settings_and_state(tmp_path):
+    from .support import cli
+
+    script = write_script(tmp_path, [{"text": "hi"}], on_exhausted="repeat_last")
+    for doom, path in (({"text": {"max_window_tokens": 200000}}, "doom_loop.text.max_window_tokens"),
+                       ({"ladder": {"stop": 10**30}}, "doom_loop.ladder.stop"),
+                       ({"ladder": {"escalate": 2}, "escalation": {"model": f"scripted:{tmp_path}/missing.json"}},
+                        "doom_loop.escalation.model")):
+        result = cli("run", "--config", _config(tmp_path, doom), "--script", str(script), "--workspace",
+                     str(tmp_path), "x")
+        assert result.exit_code == 2 and path in result.stderr, (doom, result.stderr)
+    # a session whose doom_loop section is garbage still resumes, with a warning
+    cfg = _config(tmp_path, {"ladder": {"observe": 5, "block": 3, "stop": False}})
+    code, doc = cli_json("run", "--config", cfg, "--script", str(script), "--workspace", str(tmp_path), "x")
+    data = json.loads(open(doc["session_path"]).read())
+    data["doom_loop"] = "garbage"
+    open(doc["session_path"], "w").write(json.dumps(data))
+    runner, _ = make_runner(script, tmp_path, session=doc["session_id"], config_path=tmp_path / "doom.json")
+    try:
+        events = collect(runner, "again")
+    finally:
+        runner.close()
+    texts = [e.text for e in events if isinstance(e, Notice)]
+    assert finished(events).receipt.verdict == "ANSWERED"
+    assert any("not an object" in t for t in texts)
+    assert any("observe" in t and "block" in t for t in texts)  # the dead-rung warning is shown
+
+
+def test_call_ids_stay_unique_when_two_models_reuse_them(tmp_path):
+    esc = write_script(tmp_path, [{"tool_calls": [{"name": "list_dir", "arguments": {"depth": 2}}]}],
+                       name="esc.json")
+    turn = {"tool_calls": [{"name": "list_dir", "arguments": {}}]}
+    script = write_script(tmp_path, [turn, turn, {"text": "done"}])
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"doom_loop": {"ladder": {"observe": False, "escalate": 2, "block": False, "stop": 9},
+                                             "escalation": {"model": f"scripted:{esc}"}}}))
+    code, doc = cli_json("run", "--config", str(cfg), "--script", str(script), "--workspace", str(tmp_path), "x")
+    ids = [c["call_id"] for c in doc["tool_calls"]]
+    assert code == 0 and len(ids) == len(set(ids)) == 3
