@@ -124,6 +124,11 @@ class ToolRounds:
                     await self._run_one(ex, call)
                 continue
             permission = self.tools.permission(call.tool_name)
+            if self.doom is not None and self.doom.stop_verdict is not None and permission != "deny":
+                # the ladder already stopped the run: refuse instead of asking a person in vain
+                await self._flush_reads(ex, reads)
+                self._record_outcome(ex, call, self._doom_check(ex, call))
+                continue
             if permission == "deny":
                 await self._flush_reads(ex, reads)
                 self._record_outcome(ex, call, self.tools.outcome_for(

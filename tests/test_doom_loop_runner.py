@@ -178,3 +178,15 @@ def test_call_ids_stay_unique_when_two_models_reuse_them(tmp_path):
     code, doc = cli_json("run", "--config", str(cfg), "--script", str(script), "--workspace", str(tmp_path), "x")
     ids = [c["call_id"] for c in doc["tool_calls"]]
     assert code == 0 and len(ids) == len(set(ids)) == 3
+
+
+def test_no_approval_is_asked_for_a_call_an_armed_stop_will_refuse(tmp_path):
+    (tmp_path / "a.txt").write_text("a")
+    read = {"name": "read_file", "arguments": {"path": "a.txt"}}
+    write = {"id": "w", "name": "write_file", "arguments": {"path": "b.txt", "content": "b"}}
+    script = write_script(tmp_path, [{"tool_calls": [read]}, {"tool_calls": [read, write]}, {"text": "never"}])
+    cfg = _config(tmp_path, {"ladder": {"observe": False, "block": False, "stop": 2}})
+    code, doc = cli_json("run", "--config", cfg, "--script", str(script), "--workspace", str(tmp_path), "go")
+    assert code == 6 and doc["stop"]["cause"] == "doom_loop"
+    assert [c["status"] for c in doc["tool_calls"]] == ["succeeded", "blocked", "blocked"]
+    assert not (tmp_path / "b.txt").exists()
