@@ -8,8 +8,6 @@ fallback). The CLI and the TUI call :func:`open_runner`, then only the runner.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shlex
 import shutil
@@ -126,8 +124,9 @@ def _policy_hash(config: Any) -> str:
         "loop_policy": config.loop_policy.model_dump(mode="json") if config.loop_policy else None,
         "doom_loop": config.doom_loop.model_dump(mode="json") if config.doom_loop else None,
     }
-    canon = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()
+    from amos.policy.canonical import fingerprint_key_material
+
+    return "sha256:" + fingerprint_key_material(data)
 
 
 def _is_utf8(text: str) -> bool:
