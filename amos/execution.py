@@ -80,6 +80,7 @@ class Execution:
     pending: PendingApproval | None = None
     queue: asyncio.Queue | None = None
     usage_at_start: Usage = field(default_factory=Usage)
+    finish_detail: str | None = None
     started_monotonic: float = field(default_factory=time.monotonic)
 
     def stop(self, cause: str, reason: str, detail: str, condition: dict[str, Any] | None = None) -> None:

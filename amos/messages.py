@@ -123,6 +123,9 @@ class Usage(BaseModel):
     Attributes:
         input_tokens: prompt tokens (tokens).
         output_tokens: completion tokens (tokens).
+        cached_tokens: input tokens served from the provider's prompt cache (tokens;
+            included in ``input_tokens``).
+        reasoning_tokens: hidden reasoning tokens (tokens; included in ``output_tokens``).
         model_calls: number of model calls counted.
     """
 
@@ -130,6 +133,8 @@ class Usage(BaseModel):
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
     model_calls: int = 0
 
     @property
@@ -141,6 +146,8 @@ class Usage(BaseModel):
         """Add ``other`` into this usage in place."""
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
+        self.cached_tokens += other.cached_tokens
+        self.reasoning_tokens += other.reasoning_tokens
         self.model_calls += other.model_calls
 
 

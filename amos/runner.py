@@ -367,6 +367,10 @@ class AgentRunner(ToolRounds):
                         "not run: the model's turn was cut off by its output limit before this call was complete"))
                 ex.stop("output_limit", "output_truncated", "the model's turn was cut off by its output limit")
                 return
+            if finish == "error":
+                ex.stop("provider_error", "bad_response",
+                        f"the model's turn could not be used: {ex.finish_detail or 'the provider reported an error'}")
+                return
             if finish in ("content_filter", "refusal"):
                 reason = "content_filtered" if finish == "content_filter" else "refused"
                 ex.stop("refusal", reason, "the model or provider refused to answer"
@@ -450,6 +454,7 @@ class AgentRunner(ToolRounds):
         parts.extend(calls)
         self.session.messages.append(Message(role="assistant", kind="turn", parts=tuple(parts)))
         ex.record.output_text = joined
+        ex.finish_detail = finish.refusal or finish.detail
         ex.open_calls = list(calls)
         return finish.finish_reason, calls
 
@@ -494,10 +499,9 @@ class AgentRunner(ToolRounds):
                 loop = loop.model_copy(update={"doom_loop": self.doom.diagnostics()})
             self.session.loop = loop
             self.session.last_stop = receipt
-            self.session.usage.add(Usage(
-                input_tokens=rec.usage.input_tokens - ex.usage_at_start.input_tokens,
-                output_tokens=rec.usage.output_tokens - ex.usage_at_start.output_tokens,
-                model_calls=rec.usage.model_calls - ex.usage_at_start.model_calls))
+            self.session.usage.add(Usage(**{
+                name: getattr(rec.usage, name) - getattr(ex.usage_at_start, name)
+                for name in Usage.model_fields}))
             path = None
             if self.autosave:
                 try:

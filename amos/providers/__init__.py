@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from amos.errors import ConfigError, UsageError
+from amos.providers.common import ProviderSettings
 
 if TYPE_CHECKING:
     from amos.providers.base import Provider
@@ -93,8 +94,51 @@ def create_provider(
             "`amos run --demo` works offline)",
             json_path=f"providers.{provider}.api_key_env",
         )
-    raise ConfigError(
-        f"provider {provider!r} is not available yet in this version of amos; "
-        "use --script PATH or `amos run --demo` for the offline scripted provider",
-        json_path="model",
+    key = next((os.environ[v] for v in variables if os.environ.get(v)), None)
+    settings = ProviderSettings(
+        provider_name=provider,
+        model=model,
+        api_key=key,
+        base_url=base_url or getattr(pconf, "base_url", None),
+        max_retries=getattr(pconf, "max_retries", 2),
+        timeout_s=float(getattr(pconf, "timeout_s", 600)),
+        max_tokens=getattr(pconf, "max_tokens", None),
+        secrets=secret_values(config),
     )
+    return build_provider(settings)
+
+
+def build_provider(settings: ProviderSettings, *, http_client: Any | None = None) -> Provider:
+    """Import the adapter module for ``settings.provider_name`` and build it.
+
+    Args:
+        settings: resolved provider settings.
+        http_client: an ``httpx2`` client for the SDK (tests pass one with a mock
+            transport); None lets the SDK build its own.
+    """
+    name = settings.provider_name
+    if name in ("openai", "openai-compatible"):
+        from amos.providers.openai import build
+    elif name == "anthropic":
+        from amos.providers.anthropic import build
+    elif name == "google":
+        from amos.providers.google import build
+    else:  # pragma: no cover - parse_model_spec rejects the rest
+        raise UsageError(f"unknown provider {name!r}")
+    return build(settings, http_client=http_client)
+
+
+def secret_values(config: Any) -> tuple[str, ...]:
+    """Values of every configured provider key variable set in the environment.
+
+    Whichever provider is active, none of these may reach the screen or the disk.
+    """
+    providers_cfg = getattr(config, "providers", None)
+    names: set[str] = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"}
+    if providers_cfg is not None:
+        for provider in KNOWN_PROVIDERS:
+            pconf = getattr(providers_cfg, provider.replace("-", "_"), None)
+            env = getattr(pconf, "api_key_env", None)
+            if env:
+                names.add(env)
+    return tuple(sorted({os.environ[n] for n in names if os.environ.get(n)}))

@@ -13,7 +13,7 @@ from typing import Literal, Protocol, runtime_checkable
 from amos.messages import Message, ToolCallPart, Usage
 from amos.tools.base import ToolSpec
 
-FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "refusal"]
+FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "refusal", "error"]
 
 
 @dataclass(frozen=True)
@@ -55,14 +55,20 @@ class FinishEvent:
     """The end of a model call: why it finished and what it used.
 
     Attributes:
-        finish_reason: neutral finish reason.
+        finish_reason: neutral finish reason: ``stop`` (an answer, or calls from a
+            provider that has no tool-call reason), ``tool_calls``, ``length`` (cut off by
+            the output limit: calls of the turn never run), ``content_filter``,
+            ``refusal``, ``error`` (the model produced something unusable, e.g. Gemini's
+            ``MALFORMED_FUNCTION_CALL``).
         usage: usage the provider reported (or estimated), ``model_calls`` = 1.
         refusal: refusal text when the model refused.
+        detail: the provider's own finish reason or error text, for the stop receipt.
     """
 
     finish_reason: FinishReason
     usage: Usage = field(default_factory=Usage)
     refusal: str | None = None
+    detail: str | None = None
 
 
 ProviderEvent = TextDeltaEvent | ToolCallEvent | FinishEvent
