@@ -90,6 +90,8 @@ class Notice(_Event):
     event_kind: Literal["notice"] = "notice"
     level: Literal["info", "warning", "error"] = "info"
     text: str
+    phase: Literal["running", "recovering", "complete", "input-needed", "stopped"] | None = None
+    """The loop phase this notice announces, when it announces a phase change."""
 
 
 class RunFinished(_Event):

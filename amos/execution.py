@@ -19,7 +19,9 @@ from typing import Any
 from amos.approvals import call_fingerprint, new_pause
 from amos.doom_guard import DoomLoopGuard, doom_notice
 from amos.events import ApprovalRequested, Notice, RunEvent, ToolCallFinished, ToolCallStarted
+from amos.loop_guard import LoopGuard
 from amos.messages import Message, ToolCallPart, ToolResultPart, Usage
+from amos.policy.loop_policy import LoopPolicy
 from amos.policy.stop import LoopObservation
 from amos.sessions import ExecutionRecord, PendingApproval, Session
 from amos.tools.base import ToolOutcome
@@ -43,8 +45,9 @@ class RunSettings:
         interactive: a person can answer approvals now (the TUI); otherwise an
             ``ask`` call pauses the run WAITING.
         policy_hash: hash of the loop policy and doom-loop config in force.
-        loop_policy_enabled: whether a loop policy is configured.
-        max_recovery_attempts: the loop policy's recovery limit, when configured.
+        loop_policy: the loop policy from config (None: no policy); ``--verify``
+            becomes its ``completion.command``. ``AgentRunner.set_loop_policy``
+            overrides it in memory.
         autosave: save the session at the end of every run (always for ``amos run``;
             ``sessions.autosave`` in the TUI).
     """
@@ -59,8 +62,7 @@ class RunSettings:
     auto_approve: bool = False
     interactive: bool = False
     policy_hash: str | None = None
-    loop_policy_enabled: bool = False
-    max_recovery_attempts: int | None = None
+    loop_policy: LoopPolicy | None = None
     autosave: bool = True
 
 
@@ -81,6 +83,8 @@ class Execution:
     queue: asyncio.Queue | None = None
     usage_at_start: Usage = field(default_factory=Usage)
     finish_detail: str | None = None
+    policy: LoopPolicy | None = None
+    guard: LoopGuard | None = None
     started_monotonic: float = field(default_factory=time.monotonic)
 
     def stop(self, cause: str, reason: str, detail: str, condition: dict[str, Any] | None = None) -> None:
@@ -106,13 +110,17 @@ class ToolRounds:
 
     async def _run_batch(self, ex: Execution, calls: list[ToolCallPart],
                          preset: Mapping[str, tuple[bool, str | None]]) -> bool:
-        """Run one round of tool calls; returns True when the run paused for approval.
+        """Run one round of tool calls; returns True when the run stopped (an approval
+        pause, or the loop policy stopping before a dispatch).
 
         Reads with permission ``allow`` run concurrently in groups; writes and unknown
-        effects run one at a time in the order given (spec/tools.md).
+        effects run one at a time in the order given (spec/tools.md). With a loop
+        policy every call is admitted just before dispatch (:meth:`_admit`).
         """
         reads: list[ToolCallPart] = []
         self._declare_round(ex, calls)
+        if ex.guard is not None:
+            ex.guard.begin_round()
         for index, call in enumerate(calls):
             try:
                 self.tools.validate(call)
@@ -167,6 +175,12 @@ class ToolRounds:
                 await self._flush_reads(ex, reads)
                 self._record_outcome(ex, call, refused)
                 continue
+            admitted = self._admit(ex, call)
+            if admitted is None:
+                await self._flush_reads(ex, reads)
+                return True
+            if not admitted:
+                continue
             if permission == "allow" and self.tools.effect(call.tool_name) == "read":
                 reads.append(call)
                 continue
@@ -174,6 +188,29 @@ class ToolRounds:
             await self._run_one(ex, call)
         await self._flush_reads(ex, reads)
         return False
+
+    def _admit(self, ex: Execution, call: ToolCallPart) -> bool | None:
+        """Loop-policy admission of a call about to be dispatched.
+
+        Returns:
+            True to dispatch it; False when it was answered with a ``blocked`` outcome
+            (an identical action already admitted, a refused repeated read); None
+            when the run stopped before dispatch (tracking bound, unfingerprintable
+            arguments, a read asked for again after feedback).
+        """
+        guard = ex.guard
+        if guard is None:
+            return True
+        admission = guard.admit(call.call_id, call.tool_name, self.tools.effect(call.tool_name), call.arguments)
+        if admission.decision == "run":
+            return True
+        if admission.decision == "blocked":
+            self._record_outcome(ex, call, self.tools.outcome_for(call, ex.record.execution_id, "blocked",
+                                                                  admission.message))
+            return False
+        ex.stop(admission.cause or "policy_stop", admission.reason or "repeated_action", admission.message,
+                {"max_tracked": ex.policy.max_tracked} if admission.reason == "tracking_bound" and ex.policy else None)
+        return None
 
     def _declare_round(self, ex: Execution, calls: list[ToolCallPart]) -> None:
         """Declare the round's checked calls to the doom-loop detector (spec §8 "Rounds")."""
@@ -276,6 +313,9 @@ class ToolRounds:
                                                 effect=outcome.effect, status=outcome.status))
         if outcome.status == "succeeded" and outcome.effect in ("write", "unknown"):
             rec.effect_succeeded = True
+        if ex.guard is not None:
+            ex.guard.observe(call.call_id, call.tool_name, outcome.effect, outcome.status, outcome.completion,
+                             outcome.result, outcome.error)
         self._emit(ex, ToolCallFinished(
             call_id=call.call_id, tool=call.tool_name, summary=self.tools.summarize(call),
             status=outcome.status, duration_s=round(outcome.duration_s, 3),

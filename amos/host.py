@@ -22,6 +22,7 @@ from amos import paths
 from amos.context import build_system_prompt
 from amos.doom_guard import DoomLoopGuard
 from amos.errors import AmosError, ConfigError, UsageError
+from amos.policy.loop_policy import LoopPolicy
 from amos.redact import strip_url_secrets
 from amos.sessions import HostSettings, Session, SessionStore
 
@@ -261,6 +262,12 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
         )
         policy = config.loop_policy
         verify_timeout = float(policy.completion.timeout_s) if policy and policy.completion else 120.0
+        loop_policy = LoopPolicy.from_config(policy) if policy is not None else None
+        if loop_policy is not None:
+            try:
+                loop_policy.check_tools({spec.name: tools.effect(spec.name) for spec in tools.specs()})
+            except ValueError as exc:
+                raise ConfigError(str(exc), json_path="loop_policy.read_only_tools") from None
         settings = RunSettings(
             max_steps=int(max_steps),
             token_budget=config.run.token_budget,
@@ -272,8 +279,7 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
             auto_approve=options.yes,
             interactive=options.interactive,
             policy_hash=_policy_hash(config),
-            loop_policy_enabled=policy is not None,
-            max_recovery_attempts=policy.max_recovery_attempts if policy else None,
+            loop_policy=loop_policy,
             autosave=bool(config.sessions.autosave) or not options.interactive,
         )
         session.host = HostSettings(

@@ -32,6 +32,7 @@ def build_receipt(
     policy_hash: str | None,
     policy_enabled: bool,
     max_recovery_attempts: int | None,
+    phase: str | None = None,
 ) -> tuple[StopReceipt, LoopDiagnostics]:
     """The receipt and diagnostics of an execution that just stopped.
 
@@ -44,6 +45,7 @@ def build_receipt(
         policy_hash: hash of the loop policy and doom-loop config in force.
         policy_enabled: a loop policy was configured.
         max_recovery_attempts: the policy's recovery limit, if any.
+        phase: override of the diagnostics phase (None: from the verdict).
     """
     approval = pending[0] if pending else None
     completion = record.completion
@@ -52,21 +54,24 @@ def build_receipt(
         completion_confirmed=completion.complete if completion else None,
         approval_routed=bool(approval and approval.owner and approval.deadline and approval.resume_token),
         effect_succeeded=record.effect_succeeded,
+        progress_changed=record.progress_changed,
         reason=reason,
     )
     verdict = decide_verdict(cause, facts)
     receipt = StopReceipt(
         verdict=verdict, cause=cause, reason=reason or "unrecorded",
         detail=detail or "no stop cause was recorded", execution_id=record.execution_id, steps=record.steps,
-        tool_call_count=len(record.tool_calls), usage=record.usage.model_copy(), completion=completion,
+        tool_call_count=len(record.tool_calls), recovery_attempts=record.recovery_attempts,
+        usage=record.usage.model_copy(), completion=completion,
         approval=approval, pending_approvals=pending, stop_condition=stop_condition, policy=policy_hash,
         started_at=record.started_at, ended_at=utc_now())
     confirmed = bool(completion and completion.complete and verdict == "VERIFIED_COMPLETE")
     loop = LoopDiagnostics(
-        phase=phase_for(verdict), execution_id=record.execution_id, iterations=record.steps,
+        phase=phase or phase_for(verdict), execution_id=record.execution_id, iterations=record.steps,
         reason=receipt.reason, status="completed" if confirmed else None,
+        recovery_attempts=record.recovery_attempts,
         max_recovery_attempts=max_recovery_attempts, completion=completion,
-        tracked={"observations": len(record.observations), "max_tracked": None},
+        tracked=record.tracked or {"observations": len(record.observations), "max_tracked": None},
         observations=record.observations[-MAX_OBSERVATIONS:],
         observations_truncated=len(record.observations) > MAX_OBSERVATIONS,
         policy_enabled=policy_enabled)

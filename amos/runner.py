@@ -23,7 +23,7 @@ from typing import Any
 from amos.approvals import apply_decisions, pending_infos
 from amos.context import build_request
 from amos.doom_guard import DoomLoopGuard, doom_notice
-from amos.errors import AmosError, ProviderError, SessionError
+from amos.errors import AmosError, ConfigError, ProviderError, SessionError
 from amos.events import (
     Notice,
     RunEvent,
@@ -33,10 +33,10 @@ from amos.events import (
     TextDelta,
 )
 from amos.execution import Execution, RunSettings, ToolRounds, clean_text
+from amos.loop_guard import LoopGuard, RoundVerdict, make_packet
 from amos.messages import Message, TextPart, ToolCallPart, Usage
-from amos.policy.stop import (
-    LoopDiagnostics,
-)
+from amos.policy.loop_policy import LoopPolicy, coerce_policy
+from amos.policy.stop import MAX_OBSERVATIONS, LoopDiagnostics
 from amos.policy.verifiers import CheckerError, run_command_check
 from amos.providers.base import FinishEvent, Provider, TextDeltaEvent, ToolCallEvent
 from amos.receipts import build_receipt
@@ -50,6 +50,7 @@ from amos.sessions import (
 from amos.tools.manager import ToolManager
 
 _END = object()
+_UNSET = object()
 log = logging.getLogger("amos.runner")
 
 
@@ -110,6 +111,8 @@ class AgentRunner(ToolRounds):
         self._task: asyncio.Task | None = None
         self._cancel_requested = False
         self._approvals: dict[str, asyncio.Future] = {}
+        self._policy_override: Any = _UNSET
+        self._live: Execution | None = None
 
     # ------------------------------------------------------------------ host API
 
@@ -202,8 +205,46 @@ class AgentRunner(ToolRounds):
             self._task.cancel()
 
     def get_loop_diagnostics(self) -> LoopDiagnostics | None:
-        """Diagnostics of the latest execution of the session (None before any run)."""
-        return self.session.loop
+        """A detached snapshot of the latest execution's loop diagnostics.
+
+        While a run is active it describes that run (phase ``running`` or
+        ``recovering``); afterwards, the finished execution as saved with the session
+        (spec/stop-receipts.md "Loop diagnostics"). None before any run.
+        """
+        ex = self._live
+        if ex is not None and self.is_running:
+            return self._live_diagnostics(ex)
+        return self.session.loop.model_copy(deep=True) if self.session.loop else None
+
+    def set_loop_policy(self, policy: Any) -> None:
+        """Override the loop policy for later executions of this runner (host only).
+
+        The override stays in memory: it is never saved with the session, and model
+        output can never install or change it (seeds/loop-policy-bounded-recovery.txt
+        "Examples, AMOS and validation").
+
+        Args:
+            policy: None (explicitly no policy), a ``LoopPolicy``, a ``LoopPolicyConfig``
+                or a JSON object as in spec/config.md ``loop_policy``.
+
+        Raises:
+            SessionError: ``busy`` while a run is active.
+            ConfigError: the policy does not validate, or ``read_only_tools`` names a
+                tool that does not declare effect ``read``.
+        """
+        self._ensure_idle()
+        coerced = coerce_policy(policy)
+        if coerced is not None:
+            try:
+                coerced.check_tools({spec.name: self.tools.effect(spec.name) for spec in self.tools.specs()})
+            except ValueError as exc:
+                raise ConfigError(str(exc), json_path="loop_policy.read_only_tools") from None
+        self._policy_override = coerced
+
+    def loop_policy(self) -> LoopPolicy | None:
+        """The loop policy the next execution uses (``--verify`` folded into ``completion``)."""
+        policy = self.settings.loop_policy if self._policy_override is _UNSET else self._policy_override
+        return policy.with_verify(self.settings.verify) if policy is not None else None
 
     def save(self, name: str | None = None) -> Path:
         """Write the session now; ``name`` (optional) becomes its name.
@@ -273,8 +314,12 @@ class AgentRunner(ToolRounds):
         ex.queue.put_nowait(event)
 
     async def _execute(self, ex: Execution, body: Callable[[], Awaitable[None]]) -> None:
+        self._live = ex
         self._emit(ex, RunStarted(session_id=self.session.id, execution_id=ex.record.execution_id,
                                   model=self.model_spec, resumed=ex.resumed))
+        if not self._start_policy(ex):
+            self._finish(ex)
+            return
         if self.doom is not None:
             for warning in self.doom.take_warnings():
                 text = warning if warning.startswith("doom_loop") else f"doom_loop: {warning}"
@@ -297,6 +342,73 @@ class AgentRunner(ToolRounds):
             ex.detail = f"the run ended on an internal error: {type(exc).__name__}: {exc}"
         finally:
             self._finish(ex)
+
+    # ------------------------------------------------------------------ the loop policy
+
+    def _start_policy(self, ex: Execution) -> bool:
+        """Capture the policy (and its Python callbacks) for this execution.
+
+        Returns:
+            False when a callback cannot be loaded: the run stops ``checker_error``
+            before any model or tool dispatch.
+        """
+        ex.policy = self.loop_policy()
+        if ex.policy is None:
+            return True
+        try:
+            ex.guard = LoopGuard.start(ex.policy, workspace=self.workspace, env=self.env,
+                                       recovery_attempts=ex.record.recovery_attempts)
+        except CheckerError as exc:
+            ex.stop("checker_error", "checker_error", str(exc))
+            return False
+        return True
+
+    def _packet(self, ex: Execution) -> Callable[[], Any]:
+        return make_packet(execution_id=ex.record.execution_id, iteration=ex.record.steps,
+                           output_text=ex.record.output_text, observations=list(ex.record.observations))
+
+    def _feedback(self, ex: Execution, verdict: RoundVerdict) -> bool:
+        """Apply a policy verdict: stop, or append labelled host feedback.
+
+        Returns:
+            True when the run stopped.
+        """
+        if verdict.stop is not None:
+            cause, reason, detail = verdict.stop
+            ex.stop(cause, reason, detail)
+            return True
+        if verdict.feedback is not None:
+            assert ex.guard is not None
+            ex.record.recovery_attempts = ex.guard.tracker.recovery_attempts
+            self.session.messages.append(Message.user(verdict.feedback, kind="feedback"))
+            limit = ex.policy.max_recovery_attempts if ex.policy else 0
+            first = verdict.feedback.splitlines()[0].rsplit(": ", 1)[-1].rstrip("]")
+            self._emit(ex, Notice(level="warning", phase="recovering",
+                                  text=f"loop: recovering ({ex.record.recovery_attempts}/{limit}) — {first}"))
+        return False
+
+    async def _after_round(self, ex: Execution) -> bool:
+        """Loop-policy duties after a tool round; True when the run stopped."""
+        if ex.guard is None:
+            return False
+        verdict = await ex.guard.after_round(self._packet(ex))
+        ex.record.progress_changed = ex.guard.tracker.progress_changed
+        return self._feedback(ex, verdict)
+
+    def _live_diagnostics(self, ex: Execution) -> LoopDiagnostics:
+        rec = ex.record
+        guard = ex.guard
+        recovering = bool(self.session.messages and self.session.messages[-1].kind == "feedback" and guard)
+        return LoopDiagnostics(
+            phase="recovering" if recovering else "running", execution_id=rec.execution_id,
+            iterations=rec.steps, recovery_attempts=guard.tracker.recovery_attempts if guard else 0,
+            max_recovery_attempts=ex.policy.max_recovery_attempts if ex.policy else None,
+            completion=rec.completion, doom_loop=self.doom.diagnostics() if self.doom else None,
+            tracked=guard.tracker.counts() if guard else {"observations": len(rec.observations),
+                                                           "max_tracked": None},
+            observations=[o.model_copy() for o in rec.observations[-MAX_OBSERVATIONS:]],
+            observations_truncated=len(rec.observations) > MAX_OBSERVATIONS,
+            policy_enabled=ex.policy is not None)
 
     # ------------------------------------------------------------------ the loop
 
@@ -321,6 +433,8 @@ class AgentRunner(ToolRounds):
         ex.open_calls = [h.call for h in pending.held]
         preset = {h.call.call_id: (h.decision == "approve", h.reason) for h in pending.held if h.decision}
         if await self._run_batch(ex, [h.call for h in pending.held], preset):
+            return
+        if await self._after_round(ex):
             return
         if self._after_step_limits(ex):
             return
@@ -379,11 +493,15 @@ class AgentRunner(ToolRounds):
             if calls:
                 if await self._run_batch(ex, calls, {}):
                     return
+                if await self._after_round(ex):
+                    return
                 if self._after_step_limits(ex):
                     return
                 continue
-            await self._complete(ex)
-            return
+            if await self._complete(ex):
+                return
+            if self._after_step_limits(ex):
+                return
 
     def _after_step_limits(self, ex: Execution) -> bool:
         steps, max_steps = ex.record.steps, self.settings.max_steps
@@ -458,18 +576,26 @@ class AgentRunner(ToolRounds):
         ex.open_calls = list(calls)
         return finish.finish_reason, calls
 
-    async def _complete(self, ex: Execution) -> None:
+    async def _complete(self, ex: Execution) -> bool:
+        """The model answered: run the completion checks.
+
+        Returns:
+            True when the run stopped; False after a recovery turn was appended
+            (loop policy, check said not done, budget left).
+        """
+        if ex.policy is not None:
+            return await self._complete_with_policy(ex)
         command = self.settings.verify
         if not command:
             ex.stop("answer", "answer_returned", "the model answered; no completion check is configured")
-            return
+            return True
         self._emit(ex, Notice(text=f"completion check: running `{command}`"))
         try:
             result = await run_command_check(command, workspace=self.workspace, env=self.env,
                                              timeout_s=self.settings.verify_timeout_s)
         except CheckerError as exc:
             ex.stop("checker_error", "checker_error", str(exc))
-            return
+            return True
         ex.record.completion = result
         if result.complete:
             self._emit(ex, Notice(text=f"completion check passed: `{command}` exited 0"))
@@ -478,6 +604,32 @@ class AgentRunner(ToolRounds):
             self._emit(ex, Notice(level="warning", text=f"completion check failed: `{command}` {result.reason}"))
             ex.stop("answer", "check_failed",
                     f"the model answered but the completion check `{command}` failed ({result.reason})")
+        return True
+
+    async def _complete_with_policy(self, ex: Execution) -> bool:
+        policy, guard = ex.policy, ex.guard
+        assert policy is not None and guard is not None
+        if not policy.completion_configured:
+            ex.stop("answer", "answer_returned", "the model answered; the loop policy has no completion check")
+            return True
+        self._emit(ex, Notice(text="completion check: running the host checks"))
+        before = len(self.session.messages)
+        try:
+            result = await guard.check_completion(list(ex.record.observations), self._packet(ex))
+        except CheckerError as exc:
+            ex.stop("checker_error", "checker_error", str(exc))
+            return True
+        if len(self.session.messages) != before:
+            ex.stop("policy_stop", "state_changed",
+                    "the session changed while the completion check ran, so its verdict cannot confirm")
+            return True
+        ex.record.completion = result
+        if result.complete:
+            self._emit(ex, Notice(phase="complete", text="completion check passed: the host confirmed the work is done"))
+            ex.stop("answer", "completed", "the model answered and every host completion check confirmed")
+            return True
+        self._emit(ex, Notice(level="warning", text=f"completion check: not done — {result.reason}"))
+        return self._feedback(ex, guard.recover_completion(result))
 
     # ------------------------------------------------------------------ finishing
 
@@ -486,14 +638,19 @@ class AgentRunner(ToolRounds):
         try:
             self._close_open_calls(ex)
             rec = ex.record
+            policy = ex.policy
+            if ex.guard is not None:
+                rec.recovery_attempts = ex.guard.tracker.recovery_attempts
+                rec.progress_changed = ex.guard.tracker.progress_changed
+                rec.tracked = ex.guard.tracker.counts()
             if ex.pending is not None:
                 self.session.pending = ex.pending
             receipt, loop = build_receipt(
                 rec, cause=ex.cause, reason=ex.reason, detail=ex.detail, stop_condition=ex.stop_condition,
                 pending=pending_infos(ex.pending, self.session.id),
-                completion_configured=bool(self.settings.verify), policy_hash=self.settings.policy_hash,
-                policy_enabled=self.settings.loop_policy_enabled,
-                max_recovery_attempts=self.settings.max_recovery_attempts)
+                completion_configured=policy.completion_configured if policy else bool(self.settings.verify),
+                policy_hash=self.settings.policy_hash, policy_enabled=policy is not None,
+                max_recovery_attempts=policy.max_recovery_attempts if policy else None)
             if self.doom is not None:
                 self.session.doom_loop = self.doom.state()
                 loop = loop.model_copy(update={"doom_loop": self.doom.diagnostics()})

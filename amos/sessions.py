@@ -67,7 +67,11 @@ class ExecutionRecord(_Model):
         observations: tool executions as diagnostics show them.
         denied: argument fingerprint → reason of calls a person denied (never asked twice).
         effect_succeeded: a write/unknown-effect call succeeded.
-        completion: last completion verdict.
+        completion: last completion verdict (an earlier false one is kept when a
+            later bound stops the run).
+        recovery_attempts: loop-policy feedback turns given so far.
+        progress_changed: the host progress key changed during the execution.
+        tracked: the loop policy's tracked counts and bound (diagnostics).
         output_text: text of the latest assistant turn.
     """
 
@@ -80,6 +84,9 @@ class ExecutionRecord(_Model):
     denied: dict[str, str] = Field(default_factory=dict)
     effect_succeeded: bool = False
     completion: CompletionResult | None = None
+    recovery_attempts: int = 0
+    progress_changed: bool = False
+    tracked: dict[str, int | None] = Field(default_factory=dict)
     output_text: str = ""
 
 

@@ -33,6 +33,10 @@ CONFIGURED_NO = StopFacts(completion_configured=True, completion_confirmed=False
     ("recovery_exhausted", StopFacts(), "FALSE_COMPLETE"),
     ("answer", StopFacts(), "ANSWERED"),
     ("checker_error", CONFIGURED_OK, "UNCERTAIN"),
+    ("answer", StopFacts(completion_configured=True, completion_confirmed=False, reason="completed"), "UNCERTAIN"),
+    ("answer", StopFacts(completion_configured=True, completion_confirmed=True, reason="check_failed"), "UNCERTAIN"),
+    ("policy_stop", StopFacts(reason="tracking_bound"), "BOUNDED_STOP"),
+    ("policy_stop", StopFacts(reason="state_changed"), "BOUNDED_STOP"),
     (None, StopFacts(), "UNCERTAIN"),
 ])
 def test_verdict_table(cause, facts, verdict):

@@ -216,6 +216,9 @@ def decide_verdict(cause: str | None, facts: StopFacts) -> Verdict:
     if cause == "policy_stop" and facts.reason != "uncertain_effect":
         return "BOUNDED_STOP"
     if cause == "answer":
+        confirmed = facts.completion_confirmed is True
+        if (facts.reason == "completed") != confirmed and facts.reason in ("completed", "check_failed"):
+            return "UNCERTAIN"  # the recorded reason and the check's verdict disagree
         if facts.completion_configured:
             return "VERIFIED_COMPLETE" if facts.completion_confirmed is True else "FALSE_COMPLETE"
         return "ANSWERED"

@@ -1,20 +1,39 @@
-"""Host completion checks (spec/config.md ``loop_policy.completion``; ``--verify CMD``).
+"""Host completion checks and progress keys (spec/config.md ``loop_policy``; ``--verify CMD``).
 
-A completion verdict comes from the host — a command's exit status — never from
-model text or a tool's claim (spec/stop-receipts.md).
+A completion verdict comes from the host — a command's exit status, files that
+exist, a required successful tool observation, a Python verifier — never from
+model text or a tool's claim (spec/stop-receipts.md). Every kind configured must
+confirm. A check that raises, runs past its timeout or returns anything but the
+documented shape is a :class:`CheckerError` (cause ``checker_error``), never a
+false verdict and never a reason to replay an action
+(seeds/loop-policy-bounded-recovery.txt "Host completion and progress callbacks").
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import importlib
+import json
 import os
 import signal
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
-from amos.policy.stop import CompletionResult
+from amos.policy.loop_policy import CompletionSpec
+from amos.policy.stop import CompletionResult, LoopObservation
 
 FEEDBACK_TAIL_CHARS = 1500
+MAX_CANDIDATE_CHARS = 32_768
+"""Bound of the candidate output text in a checker's context packet (characters)."""
+MAX_RESULT_BYTES = 16 * 1024
+"""Bound of a Python checker's serialized verdict (bytes)."""
+MAX_REASON_CHARS = 400
+MAX_FEEDBACK_CHARS = 2000
+MAX_PROGRESS_KEY_CHARS = 4000
 
 
 class CheckerError(Exception):
@@ -80,3 +99,231 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+async def run_progress_command(
+    command: str, *, workspace: Path, env: Mapping[str, str], timeout_s: float
+) -> str:
+    """Sample a progress key: the SHA-256 of a command's exit status and output.
+
+    Raises:
+        CheckerError: the command timed out or could not start.
+    """
+    try:
+        proc = await asyncio.create_subprocess_shell(
+            command, cwd=str(workspace), env=dict(env), stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+    except OSError as exc:
+        raise CheckerError(f"progress command {command!r} could not start: {exc}") from None
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+    except (TimeoutError, asyncio.CancelledError) as exc:
+        _kill_group(proc.pid)
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        raise CheckerError(f"progress command {command!r} timed out after {timeout_s:g} s") from None
+    return hashlib.sha256(f"{proc.returncode}\n".encode() + out).hexdigest()
+
+
+def check_files(files: Sequence[str], workspace: Path) -> CompletionResult:
+    """Every listed path (relative to the workspace) must exist.
+
+    Returns:
+        ``complete`` True, or False with feedback naming each missing file.
+    """
+    missing = [f for f in files if not (workspace / f).exists()]
+    if not missing:
+        return CompletionResult(complete=True, reason="files exist")
+    names = ", ".join(missing)
+    return CompletionResult(complete=False, reason=f"missing file(s): {names}"[:MAX_REASON_CHARS],
+                            feedback=f"These required files do not exist yet: {names}"[:MAX_FEEDBACK_CHARS])
+
+
+def check_required_tools(required: Sequence[str], observations: Sequence[LoopObservation]) -> CompletionResult:
+    """Each listed tool needs a ``succeeded`` observation in this execution."""
+    seen = {o.tool for o in observations if o.status == "succeeded"}
+    missing = [t for t in required if t not in seen]
+    if not missing:
+        return CompletionResult(complete=True, reason="required tools succeeded")
+    names = ", ".join(missing)
+    return CompletionResult(
+        complete=False, reason=f"required tool(s) not yet observed succeeding: {names}"[:MAX_REASON_CHARS],
+        feedback=f"The host requires a successful call of each of these tools first: {names}"[:MAX_FEEDBACK_CHARS])
+
+
+def load_checker(spec: str, workspace: Path) -> Callable[[Any], Any]:
+    """Import ``"pkg.mod:func"`` with the workspace on ``sys.path`` (captured once per execution).
+
+    Raises:
+        CheckerError: a malformed spec, an import error, or a non-callable attribute
+            (the message is sanitised to one line).
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise CheckerError(f"python checker {spec!r} must be 'package.module:function'")
+    added = str(workspace) not in sys.path
+    if added:
+        sys.path.append(str(workspace))
+    try:
+        module = importlib.import_module(module_name)
+        target: Any = module
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except Exception as exc:  # noqa: BLE001 - any import failure is a checker error
+        raise CheckerError(f"python checker {spec!r} cannot be loaded: {_one_line(exc)}") from None
+    finally:
+        if added:
+            try:
+                sys.path.remove(str(workspace))
+            except ValueError:
+                pass
+    if not callable(target):
+        raise CheckerError(f"python checker {spec!r} is not callable")
+    return target
+
+
+def freeze(value: Any) -> Any:
+    """A detached, read-only copy of JSON data: dicts become mapping proxies, lists tuples."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({str(k): freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def context_packet(*, execution_id: str, iteration: int, output_text: str,
+                   observations: Sequence[LoopObservation], task_state: Any = None) -> Any:
+    """The frozen, detached packet a Python checker or progress key receives.
+
+    Fields: ``execution_id``, ``iteration``, ``output_text`` (≤ 32,768 chars),
+    ``output_truncated``, ``observations`` (last 100: tool, call_id, effect, status —
+    no raw arguments or bodies), ``observed_tool_calls``, ``observations_truncated``,
+    ``task_state`` (None until task state is enabled).
+    """
+    recent = [o.model_dump(mode="json") for o in observations[-100:]]
+    data = {
+        "execution_id": execution_id,
+        "iteration": iteration,
+        "output_text": output_text[:MAX_CANDIDATE_CHARS],
+        "output_truncated": len(output_text) > MAX_CANDIDATE_CHARS,
+        "observations": recent,
+        "observed_tool_calls": len(observations),
+        "observations_truncated": len(observations) > 100,
+        "task_state": task_state,
+    }
+    return freeze(json.loads(json.dumps(data)))
+
+
+async def call_checker(fn: Callable[[Any], Any], packet: Any, timeout_s: float, *, what: str) -> Any:
+    """Call a host Python function in a worker thread, bounded by ``timeout_s`` seconds.
+
+    A late verdict is discarded: a thread cannot be killed, but it can never confirm
+    this execution after its timeout.
+
+    Raises:
+        CheckerError: it raised or ran past the timeout.
+    """
+    try:
+        result = await asyncio.wait_for(asyncio.to_thread(fn, packet), timeout_s)
+        if asyncio.iscoroutine(result):
+            result = await asyncio.wait_for(result, timeout_s)
+        return result
+    except TimeoutError:
+        raise CheckerError(f"{what} timed out after {timeout_s:g} s") from None
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a checker that raises is a checker error
+        raise CheckerError(f"{what} raised {type(exc).__name__}: {_one_line(exc)}") from None
+
+
+def validate_verdict(value: Any, *, what: str) -> CompletionResult:
+    """Strictly validate a Python checker's return value.
+
+    Accepted: a JSON object of at most 16 KiB with ``complete`` (bool), optional
+    ``reason`` (string ≤ 400 chars) and optional ``feedback`` (string ≤ 2,000 chars),
+    nothing else.
+
+    Raises:
+        CheckerError: anything else.
+    """
+    if type(value) is not dict:
+        raise CheckerError(f"{what} must return a dict {{complete, reason, feedback}}, not {type(value).__name__}")
+    try:
+        size = len(json.dumps(value, allow_nan=False).encode())
+    except (TypeError, ValueError):
+        raise CheckerError(f"{what} returned data that is not strict JSON") from None
+    if size > MAX_RESULT_BYTES:
+        raise CheckerError(f"{what} returned {size} bytes; at most {MAX_RESULT_BYTES} are accepted")
+    extra = set(value) - {"complete", "reason", "feedback"}
+    if extra:
+        raise CheckerError(f"{what} returned unknown key(s) {sorted(extra)}; accepted: complete, reason, feedback")
+    if type(value.get("complete")) is not bool:
+        raise CheckerError(f"{what} must return 'complete' as true or false")
+    for key, limit in (("reason", MAX_REASON_CHARS), ("feedback", MAX_FEEDBACK_CHARS)):
+        item = value.get(key)
+        if item is not None and (not isinstance(item, str) or len(item) > limit):
+            raise CheckerError(f"{what} returned '{key}' that is not a string of at most {limit} characters")
+    return CompletionResult(complete=value["complete"], reason=value.get("reason"), feedback=value.get("feedback"))
+
+
+def validate_progress_key(value: Any, *, what: str) -> str:
+    """A Python progress key must be a string of at most 4,000 characters.
+
+    Raises:
+        CheckerError: anything else.
+    """
+    if not isinstance(value, str) or len(value) > MAX_PROGRESS_KEY_CHARS:
+        raise CheckerError(f"{what} must return a string of at most {MAX_PROGRESS_KEY_CHARS} characters")
+    return value
+
+
+def combine(results: Sequence[CompletionResult]) -> CompletionResult:
+    """All configured kinds must confirm; the feedback of every failing kind is kept."""
+    failing = [r for r in results if not r.complete]
+    if not failing:
+        return CompletionResult(complete=True, reason="completed")
+    reason = "; ".join(r.reason or "check failed" for r in failing)[:MAX_REASON_CHARS]
+    feedback = "\n".join(r.feedback or r.reason or "check failed" for r in failing)[:MAX_FEEDBACK_CHARS]
+    return CompletionResult(complete=False, reason=reason, feedback=feedback)
+
+
+async def run_completion_checks(
+    spec: CompletionSpec,
+    *,
+    workspace: Path,
+    env: Mapping[str, str],
+    observations: Sequence[LoopObservation],
+    checker: Callable[[Any], Any] | None,
+    packet: Callable[[], Any],
+    checker_timeout_s: float,
+) -> CompletionResult:
+    """Run every configured completion kind (command, files, require_tools, python).
+
+    Args:
+        spec: the completion checks.
+        workspace: where the command runs and files are looked up.
+        env: child environment of the command.
+        observations: this execution's observations (``require_tools``).
+        checker: the captured Python checker (None when not configured).
+        packet: builds the checker's context packet.
+        checker_timeout_s: limit of the Python checker (seconds).
+
+    Raises:
+        CheckerError: any kind could not give a verdict.
+    """
+    results: list[CompletionResult] = []
+    if spec.command:
+        results.append(await run_command_check(spec.command, workspace=workspace, env=env, timeout_s=spec.timeout_s))
+    if spec.files:
+        results.append(check_files(spec.files, workspace))
+    if spec.require_tools:
+        results.append(check_required_tools(spec.require_tools, observations))
+    if spec.python and checker is not None:
+        what = f"python checker {spec.python!r}"
+        results.append(validate_verdict(await call_checker(checker, packet(), checker_timeout_s, what=what),
+                                        what=what))
+    return combine(results)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
