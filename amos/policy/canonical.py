@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from json import dumps as _json_dumps
 
 __all__ = [
     "MAX_CANONICALIZE_DEPTH",
@@ -72,10 +73,19 @@ def _escape_unit(match: re.Match[str]) -> str:
     return escaped if escaped is not None else f"\\u{ord(unit):04x}"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _quote(text: str) -> str:
-    """Quote a string as ``JSON.stringify`` does (lowercase ``\\u00xx`` and ``\\udxxx``)."""
+    """Quote a string as ``JSON.stringify`` does (lowercase ``\\u00xx`` and ``\\udxxx``).
+
+    Without surrogates, ``json.dumps(ensure_ascii=False)`` escapes exactly the same
+    characters in the same way, at C speed; surrogates take the careful path.
+    """
     if _NEEDS_ESCAPE.search(text) is None:
         return f'"{text}"'
+    if _SURROGATE.search(text) is None:
+        return _json_dumps(text, ensure_ascii=False)
     return f'"{_ESCAPE_UNIT.sub(_escape_unit, text)}"'
 
 
