@@ -41,3 +41,30 @@ def test_false_complete(tmp_path):
                          "--verify", "test -f report.txt", "write the report")
     assert code == 3 and doc["stop"]["verdict"] == "FALSE_COMPLETE"
     assert "report.txt" in doc["stop"]["detail"]
+
+
+def test_feedback_agent(tmp_path):
+    ws = copy_workspace("feedback_agent", tmp_path)
+    code, doc = cli_json("run", "--script", str(EXAMPLES / "feedback_agent/script.json"),
+                         "--config", str(EXAMPLES / "feedback_agent/config.json"), "--workspace", str(ws),
+                         "Verify artifact A42 and write receipt.txt")
+    assert code == 0 and doc["stop"]["verdict"] == "VERIFIED_COMPLETE"
+    # one premature answer rejected, one failed read recovered
+    assert doc["stop"]["recovery_attempts"] == 2 and doc["loop"]["status"] == "completed"
+    statuses = [c["status"] for c in doc["tool_calls"]]
+    assert statuses == ["failed", "succeeded", "succeeded"]
+    assert (ws / "receipt.txt").read_text() == "A42 ready: true\n"
+
+
+def test_amos_loop(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(EXAMPLES / "amos_loop/run.py")], capture_output=True, text=True,
+                          env=dict(os.environ), timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("1. WAITING (approval_required) owner=release-team token=")
+    assert lines[2].strip().startswith("phase input-needed")
+    assert lines[-1] == "4. VERIFIED_COMPLETE (answer/completed) loop.status=completed"

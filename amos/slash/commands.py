@@ -153,6 +153,13 @@ def _context_loop(runner: Any, line: str) -> SlashResult:
                 if diag.max_recovery_attempts is not None else "recovery off (no loop policy)")
     summary = (f"phase {diag.phase}  ·  stopping reason {diag.reason or '-'}  ·  {recovery}  ·  "
                f"iterations {diag.iterations}")
+    if diag.completion is not None:
+        verdict = "confirmed" if diag.completion.complete else f"not done ({diag.completion.reason or '-'})"
+        summary += f"\ncompletion check: {verdict}" + ("  ·  status completed" if diag.status else "")
+    if diag.policy_enabled and diag.tracked:
+        t = diag.tracked
+        summary += (f"\ntracked: {t.get('admissions', 0)} admissions, {t.get('signatures', 0)} signatures, "
+                    f"{t.get('observations', 0)} observations (bound {t.get('max_tracked')})")
     if diag.doom_loop:
         last = diag.doom_loop.get("last_verdict")
         streaks = ", ".join(f"{k} {v}" for k, v in (diag.doom_loop.get("streaks") or {}).items()) or "none"
