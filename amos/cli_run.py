@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -261,7 +262,7 @@ def _guarded(fn, *args, **kwargs) -> int:
     except AmosError as exc:
         print(f"amos: {exc}", file=sys.stderr)
         if kwargs.get("json_out"):
-            code = getattr(exc, "code", None) or type(exc).__name__
+            code = getattr(exc, "code", None) or re.sub(r"(?<!^)(?=[A-Z])", "_", type(exc).__name__)
             print(json.dumps({"session_id": None, "ok": False,
                               "error": {"code": str(code).upper(), "message": str(exc)}}, ensure_ascii=False))
         return exc.exit_code
