@@ -108,6 +108,8 @@ class Tool:
             (spec/doom-loop-behaviour.md §7): None (absent) → the full arguments;
             False → exempt; a list of argument names → that subset; a callable
             ``args -> key`` (returning None exempts the call).
+        summarize_result: pure ``result -> str`` summary of a large result, used as
+            its evidence projection (None: the tool's results are never projected).
     """
 
     name: str
@@ -120,6 +122,7 @@ class Tool:
     render: Callable[[Any], str] | None = None
     manages_timeout: bool = False
     loop_key: Any = None
+    summarize_result: Callable[[Any], str] | None = None
 
     def spec(self) -> ToolSpec:
         """The provider-facing description of this tool (JSON schema of its arguments)."""

@@ -41,6 +41,7 @@ from typing import Any
 from pydantic import Field
 
 from amos.tools.base import Tool, ToolArgs, ToolContext, ToolTimeout
+from amos.tools.summaries import summarize_run_command
 
 ALWAYS_DROPPED_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 """Provider key variables removed from every child environment, configured or not."""
@@ -480,4 +481,5 @@ RUN_COMMAND = Tool(
     render=render_command_result,
     manages_timeout=True,
     loop_key=["command"],
+    summarize_result=summarize_run_command,
 )

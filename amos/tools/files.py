@@ -16,6 +16,7 @@ from pydantic import Field
 
 from amos.atomic import atomic_write_bytes
 from amos.tools.base import Tool, ToolArgs, ToolContext, ToolFailure
+from amos.tools.summaries import summarize_list_dir, summarize_read_file
 from amos.tools.workspace import (
     display_path,
     inside_workspace,
@@ -178,6 +179,7 @@ READ_FILE = Tool(
     run=_read_file,
     default_permission="allow",
     summarize=_summarize_read,
+    summarize_result=summarize_read_file,
 )
 
 
@@ -271,6 +273,7 @@ LIST_DIR = Tool(
     run=_list_dir,
     default_permission="allow",
     summarize=_summarize_list,
+    summarize_result=summarize_list_dir,
 )
 
 

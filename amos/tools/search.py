@@ -22,6 +22,7 @@ from pydantic import Field
 
 from amos.tools.base import Tool, ToolArgs, ToolContext, ToolFailure
 from amos.tools.files import BINARY_SNIFF_BYTES, SKIPPED_DIRS
+from amos.tools.summaries import summarize_search_text
 from amos.tools.workspace import (
     display_path,
     inside_workspace,
@@ -242,4 +243,5 @@ SEARCH_TEXT = Tool(
     run=_search_text,
     default_permission="allow",
     summarize=_summarize_search,
+    summarize_result=summarize_search_text,
 )
