@@ -14,6 +14,7 @@ import typer
 
 from amos import __version__
 from amos.cli_config import config_app
+from amos.cli_evidence import evidence_app
 from amos.cli_sessions import sessions_app
 
 app = typer.Typer(
@@ -37,6 +38,7 @@ app = typer.Typer(
 )
 app.add_typer(config_app, name="config", help="Show, check and trust configuration.")
 app.add_typer(sessions_app, name="sessions", help="List, show and delete saved sessions.")
+app.add_typer(evidence_app, name="evidence", help="List, read and prune durable tool evidence.")
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (overrides user and project config).")]
 ModelOpt = Annotated[str | None, typer.Option("--model", help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini, scripted:PATH.")]

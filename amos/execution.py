@@ -19,6 +19,7 @@ from typing import Any
 from amos.approvals import call_fingerprint, new_pause
 from amos.doom_guard import DoomLoopGuard, doom_notice
 from amos.events import ApprovalRequested, Notice, RunEvent, ToolCallFinished, ToolCallStarted
+from amos.evidence.capture import EvidenceCapture
 from amos.loop_guard import LoopGuard
 from amos.messages import Message, ToolCallPart, ToolResultPart, Usage
 from amos.policy.loop_policy import LoopPolicy
@@ -92,6 +93,10 @@ class Execution:
             self.cause, self.reason, self.detail, self.stop_condition = cause, reason, detail, condition
 
 
+EVIDENCE_RECENT = 50
+"""Evidence receipts kept in the session's recent index."""
+
+
 def clean_text(text: str) -> str:
     """``text`` with lone surrogates (undecodable input bytes) replaced by ``?``."""
     return text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
@@ -104,6 +109,7 @@ class ToolRounds:
     tools: ToolManager
     settings: RunSettings
     doom: DoomLoopGuard | None
+    evidence: EvidenceCapture | None
     session: Session
     _approvals: dict[str, asyncio.Future]
     _emit: Callable[[Execution, RunEvent], None]
@@ -303,12 +309,17 @@ class ToolRounds:
         ex.running.discard(call.call_id)
         ex.answered.add(call.call_id)
         content = clean_text(outcome.content)
+        evidence: dict[str, Any] = {}
+        if self.evidence is not None:
+            evidence, projection = self._capture(ex, call, outcome)
+            if projection is not None:
+                content = clean_text(projection)
         result = ToolResultPart(call_id=call.call_id, tool_name=call.tool_name, content=content,
-                                is_error=outcome.status != "succeeded", status=outcome.status)
+                                is_error=outcome.status != "succeeded", status=outcome.status, **evidence)
         self.session.messages.append(Message.tool_result(result))
         rec = ex.record
         rec.tool_calls.append({"call_id": call.call_id, "tool": call.tool_name, "status": outcome.status,
-                               "evidence_id": None})
+                               "evidence_id": result.evidence_id})
         rec.observations.append(LoopObservation(tool=call.tool_name, call_id=call.call_id,
                                                 effect=outcome.effect, status=outcome.status))
         if outcome.status == "succeeded" and outcome.effect in ("write", "unknown"):
@@ -319,7 +330,30 @@ class ToolRounds:
         self._emit(ex, ToolCallFinished(
             call_id=call.call_id, tool=call.tool_name, summary=self.tools.summarize(call),
             status=outcome.status, duration_s=round(outcome.duration_s, 3),
-            error=clean_text(outcome.error) if outcome.error else None, content=content))
+            error=clean_text(outcome.error) if outcome.error else None, content=content,
+            evidence_id=result.evidence_id))
+
+    def _capture(self, ex: Execution, call: ToolCallPart, outcome: ToolOutcome) -> tuple[dict[str, Any], str | None]:
+        """Store one outcome as evidence; the ToolResultPart fields and the projection, if any."""
+        assert self.evidence is not None
+        tool = self.tools.get(call.tool_name)
+        arguments = call.arguments if call.arguments is not None else call.raw_arguments
+        captured = self.evidence.capture(outcome, arguments, tool.summarize_result if tool else None)
+        if captured.reference is None and captured.error is None:
+            return {}, None  # a reserved retrieval tool
+        receipt = {"call_id": call.call_id, "tool": call.tool_name, "status": outcome.status,
+                   "id": captured.reference.id if captured.reference else None,
+                   "stored": captured.reference is not None}
+        self.session.evidence_recent = [*self.session.evidence_recent, receipt][-EVIDENCE_RECENT:]
+        if captured.reference is None:
+            self._emit(ex, Notice(level="error", text=f"evidence for {call.tool_name} ({call.call_id}) was not "
+                                                      f"stored ({captured.error}); its raw result is kept and "
+                                                      "protected. Nothing is retried."))
+            return {"evidence_error": captured.error}, None
+        ref = captured.reference
+        fields = {"evidence_id": ref.id, "evidence": ref.model_dump(mode="json"),
+                  "projected": captured.projection is not None}
+        return fields, captured.projection
 
     def _close_open_calls(self, ex: Execution) -> None:
         """Give every call of the last turn without a result one, so history stays valid."""

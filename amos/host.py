@@ -130,6 +130,33 @@ def _policy_hash(config: Any) -> str:
     return "sha256:" + fingerprint_key_material(data)
 
 
+def _evidence(config: Any, session: Any) -> tuple[Any, list]:
+    """Evidence capture and the retrieval tools when ``evidence.enabled`` (else ``(None, [])``).
+
+    Raises:
+        ConfigError: the session's records belong to another evidence scope (nothing
+            is changed; the session must be opened with the config that created it).
+    """
+    if not config.evidence.enabled:
+        return None, []
+    from amos.evidence import open_evidence_store
+    from amos.evidence.capture import EvidenceCapture
+    from amos.evidence.tools import evidence_tools
+    from amos.providers import secret_values
+
+    store = open_evidence_store(config)
+    scope = {"owner_id": store.scope.owner_id, "namespace": store.scope.namespace,
+             "tenant_id": store.scope.tenant_id}
+    if session.evidence_scope is not None and session.evidence_scope != scope:
+        raise ConfigError(f"session {session.id} keeps its evidence in scope {session.evidence_scope}, but the "
+                          f"config gives {scope}; open it with the config that created it",
+                          json_path="evidence.scope")
+    session.evidence_scope = scope
+    capture = EvidenceCapture(store, secrets=secret_values(config), identity=dict(scope), session_id=session.id,
+                              project_threshold_bytes=int(config.evidence.project_threshold_bytes))
+    return capture, evidence_tools(store)
+
+
 def _is_utf8(text: str) -> bool:
     """False when ``text`` holds undecodable bytes (lone surrogates from the OS)."""
     try:
@@ -254,8 +281,9 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
             except AmosError as exc:
                 raise ConfigError(f"escalation model is not usable: {exc}",
                                   json_path="doom_loop.escalation.model") from None
+        capture, extra_tools = _evidence(config, session)
         tools = ToolManager(
-            builtin_tools(),
+            builtin_tools() + extra_tools,
             permissions=permissions,
             context=ToolContext(workspace=workspace, command_timeout_s=float(config.tools.command_timeout_s),
                                 max_output_bytes=int(config.tools.max_output_bytes), env=env),
@@ -306,6 +334,7 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
             lock=lock,
             config=config,
             doom=DoomLoopGuard.from_config(config.doom_loop, session.doom_loop) if config.doom_loop else None,
+            evidence=capture,
         )
     except BaseException:
         if lock is not None:

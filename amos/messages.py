@@ -60,6 +60,13 @@ class ToolResultPart(_Frozen):
         status: outcome status of spec/tools.md (``succeeded``, ``failed``, ``denied``,
             ``blocked``, ``cancelled``, ``timed_out``, ``not_started``).
         evidence_id: id of the durable evidence record, when evidence is enabled.
+        evidence: the record's full reference (``{version, id, sha256, size,
+            acknowledgement}``) once acknowledged.
+        evidence_error: why storing the evidence failed; the raw ``content`` is then
+            *protected*: never dropped, truncated or compacted until the host
+            acknowledges a repaired record (``AgentRunner.acknowledge_tool_evidence``).
+        projected: True when ``content`` is a projection (summary + evidence envelope)
+            rather than the raw result.
     """
 
     part_kind: Literal["tool_result"] = "tool_result"
@@ -69,6 +76,14 @@ class ToolResultPart(_Frozen):
     is_error: bool = False
     status: str = "succeeded"
     evidence_id: str | None = None
+    evidence: dict[str, Any] | None = None
+    evidence_error: str | None = None
+    projected: bool = False
+
+    @property
+    def protected(self) -> bool:
+        """True for a raw result whose evidence storage failed (and was not acknowledged since)."""
+        return self.evidence_error is not None and self.evidence is None
 
 
 Part = Annotated[TextPart | ToolCallPart | ToolResultPart, Field(discriminator="part_kind")]

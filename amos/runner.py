@@ -32,6 +32,8 @@ from amos.events import (
     StepStarted,
     TextDelta,
 )
+from amos.evidence.capture import EvidenceCapture
+from amos.evidence.model import EvidenceError, EvidenceReference, coerce_reference
 from amos.execution import Execution, RunSettings, ToolRounds, clean_text
 from amos.loop_guard import LoopGuard, RoundVerdict, make_packet
 from amos.messages import Message, TextPart, ToolCallPart, Usage
@@ -74,6 +76,7 @@ class AgentRunner(ToolRounds):
         lock: the session's held lock (released by :meth:`close`).
         config: the loaded config, for ``/policy`` and ``/tools``.
         doom: doom-loop detection (None when ``doom_loop`` is off).
+        evidence: evidence capture (None when ``evidence.enabled`` is false).
     """
 
     def __init__(
@@ -93,6 +96,7 @@ class AgentRunner(ToolRounds):
         config: Any = None,
         on_close: Iterable[Callable[[], None]] = (),
         doom: DoomLoopGuard | None = None,
+        evidence: EvidenceCapture | None = None,
     ):
         self.session = session
         self.store = store
@@ -105,6 +109,7 @@ class AgentRunner(ToolRounds):
         self.env = dict(env)
         self.config = config
         self.doom = doom
+        self.evidence = evidence
         self._provider_factory = provider_factory
         self._lock = lock
         self._on_close = list(on_close)
@@ -215,6 +220,80 @@ class AgentRunner(ToolRounds):
         if ex is not None and self.is_running:
             return self._live_diagnostics(ex)
         return self.session.loop.model_copy(deep=True) if self.session.loop else None
+
+    @property
+    def evidence_enabled(self) -> bool:
+        """True when tool outcomes are stored as evidence (``evidence.enabled``)."""
+        return self.evidence is not None
+
+    def evidence_page(self, after: str | None = None, limit: int = 20) -> Any:
+        """One page of evidence metadata in this session's scope (``EvidencePage``).
+
+        Raises:
+            SessionError: ``no_evidence`` when evidence is off.
+            EvidenceError: a bad cursor or a damaged index.
+        """
+        return self._evidence_store().list(after, limit)
+
+    def evidence_chunk(self, id_or_reference: str, offset: int = 0, limit: int = 4000) -> Any:
+        """A verified chunk of a record's exact JSON (``EvidenceChunk``; offsets in code points).
+
+        Raises:
+            SessionError: ``no_evidence`` when evidence is off.
+            EvidenceError: missing, corrupt (no content is returned), or a bad offset.
+        """
+        store = self._evidence_store()
+        text = id_or_reference.strip()
+        ref = coerce_reference(text) if text.startswith("{") else store.get_reference(text)
+        return store.read_text_chunk(ref, offset, limit)
+
+    def _evidence_store(self) -> Any:
+        if self.evidence is None:
+            raise SessionError("no_evidence", "evidence is not enabled (evidence.enabled in the config)")
+        return self.evidence.store
+
+    def acknowledge_tool_evidence(self, call_id: str, reference: Any) -> EvidenceReference:
+        """Host-only recovery after storage was repaired: attach a stored record to a result.
+
+        The record must be in this session's evidence scope, verify (size and hash), and
+        belong to the same call and tool. Only the acknowledgement metadata of the
+        tool result changes; its content stays as it is and no tool runs again
+        (seeds/durable-tool-evidence.txt "Failure and recovery").
+
+        Args:
+            call_id: the call whose raw result is protected.
+            reference: an ``EvidenceReference``, its dict, or a record id.
+
+        Returns:
+            The verified reference.
+
+        Raises:
+            SessionError: ``busy`` while a run is active, ``not_found`` for an unknown
+                call id, ``no_evidence`` when evidence is off.
+            EvidenceError: the record is missing, corrupt, or belongs to another call.
+        """
+        self._ensure_idle()
+        store = self._evidence_store()
+        if isinstance(reference, str) and not reference.lstrip().startswith("{"):
+            ref = store.get_reference(reference)
+        else:
+            ref = coerce_reference(reference)
+        for index, message in enumerate(self.session.messages):
+            for part in message.tool_results:
+                if part.call_id != call_id:
+                    continue
+                record = store.read_record(ref)
+                if record.call_id != call_id or record.tool != part.tool_name:
+                    raise EvidenceError("invalid", f"evidence {ref.id} records {record.tool} ({record.call_id}), "
+                                                   f"not {part.tool_name} ({call_id})")
+                updated = part.model_copy(update={"evidence_id": ref.id, "evidence": ref.model_dump(mode="json"),
+                                                  "evidence_error": None})
+                parts = tuple(updated if p is part else p for p in message.parts)
+                self.session.messages[index] = message.model_copy(update={"parts": parts})
+                if self.autosave:
+                    self.store.save(self.session)  # type: ignore[union-attr]
+                return ref
+        raise SessionError("not_found", f"no tool result with call id {call_id!r} in session {self.session.id}")
 
     def set_loop_policy(self, policy: Any) -> None:
         """Override the loop policy for later executions of this runner (host only).

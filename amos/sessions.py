@@ -129,6 +129,9 @@ class Session(_Model):
 
     ``doom_loop`` is the doom-loop detector's state (spec/doom-loop-behaviour.md §6) plus
     the runner's ``stop_verdict`` and ``pending_steer``; None before it is used.
+    ``evidence_scope`` is the evidence scope the session's records belong to (a session
+    cannot be opened under another scope) and ``evidence_recent`` a bounded index of its
+    latest evidence receipts (``{call_id, tool, id, status, stored}``), newest last.
     """
 
     version: int = SESSION_VERSION
@@ -145,6 +148,8 @@ class Session(_Model):
     last_stop: StopReceipt | None = None
     pending: PendingApproval | None = None
     doom_loop: Any = None
+    evidence_scope: dict[str, Any] | None = None
+    evidence_recent: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class SessionSummary(_Model):

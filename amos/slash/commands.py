@@ -112,9 +112,11 @@ def _context(runner: Any, rest: str, line: str) -> SlashResult:
                        "task state is not enabled; set \"task_state\": {\"enabled\": true} in the config "
                        "(`amos config path` shows where) to use /context task")
     if sub == "evidence":
-        return _failed(line, "EVIDENCE_DISABLED",
-                       "evidence is not enabled; set \"evidence\": {\"enabled\": true} in the config "
-                       "(`amos config path` shows where) to use /context evidence")
+        if not runner.evidence_enabled:
+            return _failed(line, "EVIDENCE_DISABLED",
+                           "evidence is not enabled; set \"evidence\": {\"enabled\": true} in the config "
+                           "(`amos config path` shows where) to use /context evidence")
+        return _context_evidence(runner, remainder, line)
     if sub:
         raise SlashCommandError(f"unknown /context section {sub!r}",
                                 usage="/context [loop | task … | evidence …]")
@@ -133,7 +135,9 @@ def _context(runner: Any, rest: str, line: str) -> SlashResult:
         "loop": {"phase": diag.phase, "reason": diag.reason} if diag else None,
         "last_verdict": runner.session.last_stop.verdict if runner.session.last_stop else None,
         "task_state": {"enabled": bool(config and config.task_state.enabled)},
-        "evidence": {"enabled": bool(config and config.evidence.enabled)},
+        "evidence": {"enabled": bool(config and config.evidence.enabled),
+                     "recent": len(runner.session.evidence_recent),
+                     "unstored": sum(1 for r in runner.session.evidence_recent if not r.get("stored"))},
     }
     text = (f"model {data['model']}  ·  workspace {data['workspace']}\n"
             f"context ~{estimate} / {window} tokens ({estimate * 100 // window}%), {data['messages']} messages\n"
@@ -142,6 +146,41 @@ def _context(runner: Any, rest: str, line: str) -> SlashResult:
             f"loop {data['loop']['phase'] + ' (' + str(data['loop']['reason']) + ')' if diag else 'no run yet'}"
             f"  ·  last verdict {data['last_verdict'] or '-'}")
     return SlashResult(command=line, result=data, text=text)
+
+
+EVIDENCE_USAGE = "/context evidence [list [AFTER]] | /context evidence read ID [OFFSET]"
+
+
+def _context_evidence(runner: Any, rest: str, line: str) -> SlashResult:
+    tokens, remainder = split_tokens(rest, 3)
+    if remainder or (tokens and tokens[0] not in ("list", "read")):
+        raise SlashCommandError(f"unknown /context evidence arguments {rest!r}", usage=EVIDENCE_USAGE)
+    from amos.errors import AmosError
+
+    try:
+        if not tokens or tokens[0] == "list":
+            if len(tokens) > 2:
+                raise SlashCommandError("/context evidence list takes at most a cursor", usage=EVIDENCE_USAGE)
+            page = runner.evidence_page(tokens[1] if len(tokens) > 1 else None)
+            rows = [f"{e.id}  {e.tool:<12} {e.status:<10} {e.size:>9} B  {e.call_id}" for e in page.entries]
+            text = "\n".join(rows) or "no evidence records in this scope"
+            if page.next_cursor:
+                text += f"\nmore: /context evidence list {page.next_cursor}"
+            return SlashResult(command=line, result=page.to_dict(), text=text)
+        if len(tokens) < 2:
+            raise SlashCommandError("/context evidence read needs an evidence id", usage=EVIDENCE_USAGE)
+        try:
+            offset = int(tokens[2]) if len(tokens) > 2 else 0
+        except ValueError:
+            raise SlashCommandError(f"offset must be a whole number, not {tokens[2]!r}", usage=EVIDENCE_USAGE) from None
+        chunk = runner.evidence_chunk(tokens[1], offset)
+    except SlashCommandError:
+        raise
+    except AmosError as exc:
+        return _failed(line, f"EVIDENCE_{str(getattr(exc, 'code', 'error')).upper()}", str(exc))
+    more = (f"\n… more: /context evidence read {tokens[1]} {chunk.next_offset} (of {chunk.total_chars} characters)"
+            if chunk.next_offset is not None else "")
+    return SlashResult(command=line, result=chunk.to_dict(), text=chunk.text + more)
 
 
 def _context_loop(runner: Any, line: str) -> SlashResult:

@@ -1,0 +1,142 @@
+"""``amos evidence list | read | prune``: audit durable tool evidence (issue 6).
+
+Evidence outlives sessions. Every command takes ``--config`` for the store's
+directory and scope (the same config the runs used). Reads verify each record's
+size and SHA-256 first and print nothing of a record that fails.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+evidence_app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (evidence directory and scope).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
+SessionOpt = Annotated[str | None, typer.Option("--session", help="Only records of this session (id or name).")]
+
+
+def _open(config: Path | None):
+    """The configured store, and the session store to resolve ``--session`` names."""
+    from amos.evidence import open_evidence_store
+    from amos.host import RunOptions, load_host_config, open_store
+
+    cfg, warnings = load_host_config(RunOptions(config_path=config))
+    for warning in warnings:
+        typer.echo(f"amos: warning: {warning}", err=True)
+    return open_evidence_store(cfg), open_store(cfg)
+
+
+def _session_id(sessions, value: str | None) -> str | None:
+    if value is None:
+        return None
+    from amos.errors import SessionError
+
+    try:
+        return sessions.resolve(value)
+    except SessionError:
+        return value  # the session may be deleted; its evidence outlives it
+
+
+def _fail(exc: Exception) -> None:
+    typer.echo(f"amos: {exc}", err=True)
+    raise typer.Exit(getattr(exc, "exit_code", 2))
+
+
+@evidence_app.command("list")
+def list_evidence(
+    session: SessionOpt = None,
+    after: Annotated[str | None, typer.Option("--after", help="Cursor: the last id of the previous page.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1000, help="Entries per page.")] = 100,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Stored evidence records, oldest first (metadata only: no results, no arguments).
+
+    Example: amos evidence list --session latest --json
+    """
+    from amos.errors import AmosError
+
+    try:
+        store, sessions = _open(config)
+        page = store.list(after, limit, session_id=_session_id(sessions, session))
+    except AmosError as exc:
+        _fail(exc)
+    if json_out:
+        typer.echo(json.dumps(page.to_dict(), ensure_ascii=False))
+        return
+    if not page.entries:
+        typer.echo("no evidence records")
+        return
+    typer.echo(f"{'ID':<36}  {'STORED (UTC)':<19}  {'TOOL':<14}  {'STATUS':<10}  {'BYTES':>9}  CALL")
+    for e in page.entries:
+        typer.echo(f"{e.id:<36}  {str(e.stored_at)[:19].replace('T', ' '):<19}  {e.tool:<14}  {e.status:<10}  "
+                   f"{e.size:>9}  {e.call_id}")
+    if page.next_cursor:
+        typer.echo(f"more: amos evidence list --after {page.next_cursor}")
+
+
+@evidence_app.command("read")
+def read_evidence(
+    id_or_ref: Annotated[str, typer.Argument(metavar="ID_OR_REF", help="Record id, or a reference as JSON.")],
+    offset: Annotated[int, typer.Option("--offset", min=0, help="First character (code point).")] = 0,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Most characters (default: all).")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Print a record's exact stored JSON (integrity verified first).
+
+    Example: amos evidence read 01a2… --offset 0 --limit 65536
+    """
+    from amos.errors import AmosError
+    from amos.evidence import coerce_reference
+
+    try:
+        store, _ = _open(config)
+        text = id_or_ref.strip()
+        ref = coerce_reference(text) if text.startswith("{") else store.get_reference(text)
+        if limit is None and offset == 0:
+            sys.stdout.write(store.read_bytes(ref).decode("utf-8"))
+            sys.stdout.write("\n")
+            return
+        chunk = store.read_text_chunk(ref, offset, limit or store.max_record_bytes)
+    except AmosError as exc:
+        _fail(exc)
+    sys.stdout.write(chunk.text)
+    sys.stdout.write("\n")
+    if chunk.next_offset is not None:
+        typer.echo(f"amos: more from --offset {chunk.next_offset} (of {chunk.total_chars} characters)", err=True)
+
+
+@evidence_app.command("prune")
+def prune_evidence(
+    older_than: Annotated[float | None, typer.Option("--older-than", min=0, metavar="DAYS",
+                                                     help="Delete records stored more than DAYS ago.")] = None,
+    session: SessionOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Delete records: expired ones (evidence.ttl_days), older ones, or a session's.
+
+    With no option, only records past ``evidence.ttl_days`` are removed.
+
+    Example: amos evidence prune --older-than 30
+    """
+    from amos.errors import AmosError
+
+    try:
+        store, sessions = _open(config)
+        if older_than is None and session is None:
+            removed = store.prune_expired()
+        else:
+            removed = store.prune(older_than, _session_id(sessions, session))
+    except AmosError as exc:
+        _fail(exc)
+    if json_out:
+        typer.echo(json.dumps({"removed": removed}))
+    else:
+        typer.echo(f"removed {removed} evidence record(s)")
