@@ -51,6 +51,9 @@ class RunSettings:
             overrides it in memory.
         autosave: save the session at the end of every run (always for ``amos run``;
             ``sessions.autosave`` in the TUI).
+        secrets: values of every provider key variable set in the environment; masked
+            in every tool result before it reaches the history, the model, the
+            screen or the disk.
     """
 
     max_steps: int = 20
@@ -65,6 +68,7 @@ class RunSettings:
     policy_hash: str | None = None
     loop_policy: LoopPolicy | None = None
     autosave: bool = True
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
 
 @dataclass
@@ -95,6 +99,17 @@ class Execution:
 
 EVIDENCE_RECENT = 50
 """Evidence receipts kept in the session's recent index."""
+
+
+def _mask_outcome(outcome: ToolOutcome, secrets: tuple[str, ...]) -> ToolOutcome:
+    """``outcome`` with every secret value masked in its content, error and result."""
+    from amos.evidence.redact import redact, redact_text
+
+    return outcome.model_copy(update={
+        "content": redact_text(outcome.content, secrets),
+        "error": redact_text(outcome.error, secrets) if outcome.error else outcome.error,
+        "result": redact(outcome.result, secrets),
+    })
 
 
 def clean_text(text: str) -> str:
@@ -308,6 +323,8 @@ class ToolRounds:
     def _record_outcome(self, ex: Execution, call: ToolCallPart, outcome: ToolOutcome) -> None:
         ex.running.discard(call.call_id)
         ex.answered.add(call.call_id)
+        if self.settings.secrets:
+            outcome = _mask_outcome(outcome, self.settings.secrets)
         content = clean_text(outcome.content)
         evidence: dict[str, Any] = {}
         if self.evidence is not None:

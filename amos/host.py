@@ -23,6 +23,7 @@ from amos.context import build_system_prompt
 from amos.doom_guard import DoomLoopGuard
 from amos.errors import AmosError, ConfigError, UsageError
 from amos.policy.loop_policy import LoopPolicy
+from amos.providers import secret_values
 from amos.redact import strip_url_secrets
 from amos.sessions import HostSettings, Session, SessionStore
 
@@ -142,8 +143,6 @@ def _evidence(config: Any, session: Any) -> tuple[Any, list]:
     from amos.evidence import open_evidence_store
     from amos.evidence.capture import EvidenceCapture
     from amos.evidence.tools import evidence_tools
-    from amos.providers import secret_values
-
     store = open_evidence_store(config)
     scope = {"owner_id": store.scope.owner_id, "namespace": store.scope.namespace,
              "tenant_id": store.scope.tenant_id}
@@ -309,6 +308,7 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
             policy_hash=_policy_hash(config),
             loop_policy=loop_policy,
             autosave=bool(config.sessions.autosave) or not options.interactive,
+            secrets=secret_values(config),
         )
         session.host = HostSettings(
             model=model,

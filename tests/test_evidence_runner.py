@@ -1,0 +1,205 @@
+"""Durable evidence through the real runner and CLI (issue 6 "What it must show")."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from amos.errors import ConfigError
+from amos.evidence import EvidenceError, EvidenceRecord, FileEvidenceStore, resolve_scope
+from amos.evidence.tools import evidence_tools
+from amos.messages import ToolCallPart
+from amos.slash.commands import execute_line
+from amos.tools.base import ToolContext
+from amos.tools.manager import ToolManager
+
+from .support import cli, cli_json, collect, finished, make_runner, write_script
+
+SECRET = "sk-proj-EVIDENCE-SECRET-77aa99bbcc"
+
+
+def config(tmp_path: Path, **evidence: object) -> Path:
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps({"evidence": {"enabled": True, **evidence}}))
+    return path
+
+
+def big_file(folder: Path, name: str = "big.txt", lines: int = 8000) -> Path:
+    path = folder / name
+    path.write_text("".join(f"line {i:05d} of the large file, unique-token-{i}\n" for i in range(lines)))
+    return path
+
+
+def read_turns(path: str = "big.txt") -> list[dict]:
+    return [{"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": path}}]},
+            {"expect": {"last_tool_result_contains": "projected result"}, "text": "read it"}]
+
+
+def test_large_read_is_projected_and_readable_from_another_process(tmp_path, amos_home):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert big_file(ws).stat().st_size > 160_000
+    script = write_script(tmp_path, read_turns())
+    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "--config", str(config(tmp_path)),
+                         "read the big file")
+    assert code == 0, doc
+    evidence_id = doc["tool_calls"][0]["evidence_id"]
+    assert evidence_id
+    session = json.loads(next(amos_home.rglob("session.json")).read_text())
+    result = [p for m in session["messages"] for p in m["parts"] if p["part_kind"] == "tool_result"][0]
+    assert result["projected"] and evidence_id in result["content"]
+    assert "unique-token-7000" not in json.dumps(session["messages"])  # the raw text never reached the model
+    # a separate process reads the exact stored result back
+    done = subprocess.run([sys.executable, "-m", "amos.cli", "evidence", "read", evidence_id, "--config",
+                           str(tmp_path / "cfg.json")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["call_id"] == "r1" and record["tool"] == "read_file"
+    assert "unique-token-7999" in record["result"] and "unique-token-0" in record["result"]
+    assert record["scope"]["namespace"] == "default"
+
+
+def test_tampered_record_fails_with_no_content(tmp_path, amos_home):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    big_file(ws)
+    script = write_script(tmp_path, read_turns())
+    cfg = config(tmp_path)
+    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "--config", str(cfg), "go")
+    evidence_id = doc["tool_calls"][0]["evidence_id"]
+    record_file = next(amos_home.rglob(f"{evidence_id}.json"))
+    data = bytearray(record_file.read_bytes())
+    data[data.index(b"unique-token-42")] ^= 0x01  # change one character
+    record_file.chmod(0o600)
+    record_file.write_bytes(bytes(data))
+    result = cli("evidence", "read", evidence_id, "--config", str(cfg))
+    assert result.exit_code != 0 and result.stdout.strip() == ""
+    assert "SHA-256" in result.stderr
+
+
+def test_provider_key_value_appears_nowhere(tmp_path, amos_home, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)  # not the active provider: still masked
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "leak.txt").write_text(f"config: api={SECRET}\n" * 3000)
+    script = write_script(tmp_path, [
+        {"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "leak.txt"}},
+                        {"id": "c1", "name": "run_command", "arguments": {"command": "head -3 leak.txt"}}]},
+        {"text": "done"}])
+    result = cli("run", "--script", str(script), "--workspace", str(ws), "--config", str(config(tmp_path)),
+                 "--yes", "--json", "--verbose", "read")
+    assert result.exit_code == 0, result.stdout
+    assert SECRET not in result.stdout and SECRET not in (result.stderr or "")
+    for path in amos_home.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_storage_failure_keeps_raw_result_protected_and_host_acknowledges(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("alpha\n")
+    (ws / "b.txt").write_text("beta\n")
+    script = write_script(tmp_path, [
+        {"tool_calls": [{"id": "ra", "name": "read_file", "arguments": {"path": "a.txt"}}]},
+        {"tool_calls": [{"id": "rb", "name": "read_file", "arguments": {"path": "b.txt"}}]},
+        {"text": "done"}])
+    runner, _ = make_runner(script, ws, config_path=config(tmp_path, max_records=1))
+    try:
+        events = collect(runner, "read both")
+        assert finished(events).receipt.verdict == "ANSWERED"  # storage failure is not tool failure
+        results = {p.call_id: p for m in runner.session.messages for p in m.tool_results}
+        assert results["ra"].evidence_id and not results["ra"].protected
+        assert results["rb"].protected and "capacity" in results["rb"].evidence_error
+        assert "beta" in results["rb"].content  # the raw result is kept
+        assert any("not stored" in getattr(e, "text", "") for e in events)
+        # the host repairs storage and stores the retained result, without running the tool again
+        store = runner.evidence.store
+        repaired = FileEvidenceStore(store.directory, store.scope, max_records=10)
+        ref = repaired.put(EvidenceRecord(execution_id="recovered", call_id="rb", tool="read_file",
+                                          effect="read", status="succeeded", result=results["rb"].content))
+        runner.evidence.store = repaired
+        runner.acknowledge_tool_evidence("rb", ref)
+        after = {p.call_id: p for m in runner.session.messages for p in m.tool_results}["rb"]
+        assert not after.protected and after.evidence_id == ref.id and after.content == results["rb"].content
+        with pytest.raises(EvidenceError):
+            runner.acknowledge_tool_evidence("ra", ref)  # a record of another call is refused
+    finally:
+        runner.close()
+
+
+def test_session_refuses_another_scope(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = write_script(tmp_path, [{"text": "hi"}], on_exhausted="repeat_last")
+    runner, _ = make_runner(script, ws, config_path=config(tmp_path))
+    try:
+        collect(runner, "hello")
+        session_id = runner.session_id
+        before = runner.session_path.read_bytes()
+    finally:
+        runner.close()
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"evidence": {"enabled": True, "scope": {"namespace": "elsewhere"}}}))
+    with pytest.raises(ConfigError, match="keeps its evidence in scope"):
+        make_runner(script, ws, config_path=other, session=session_id)
+    from amos.host import RunOptions, load_host_config, open_store
+
+    cfg, _ = load_host_config(RunOptions(config_path=other))
+    assert open_store(cfg).path(session_id).read_bytes() == before
+
+
+def test_context_evidence_slash_commands(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    big_file(ws, lines=500)
+    script = write_script(tmp_path, read_turns(), )
+    runner, _ = make_runner(script, ws, config_path=config(tmp_path, project_threshold_bytes=100))
+    try:
+        collect(runner, "go")
+        listing = execute_line(runner, "/context evidence list")
+        assert listing.ok and "read_file" in listing.text
+        evidence_id = listing.result["entries"][0]["id"]
+        chunk = execute_line(runner, f"/context evidence read {evidence_id}")
+        assert chunk.ok and chunk.text.startswith('{"version":1') and "more:" in chunk.text
+        missing = execute_line(runner, "/context evidence read 01a00000-0000-7000-8000-000000000000")
+        assert not missing.ok
+    finally:
+        runner.close()
+    plain, _ = make_runner(script, ws)
+    try:
+        assert not execute_line(plain, "/context evidence").ok
+    finally:
+        plain.close()
+
+
+def test_model_evidence_tools_rebuild_the_exact_record(tmp_path):
+    store = FileEvidenceStore(tmp_path / "ev", resolve_scope(None, owner_id="tester"))
+    text = "naïve 😀 " * 5000
+    ref = store.put(EvidenceRecord(execution_id="e", call_id="c", tool="read_file", effect="read",
+                                   status="succeeded", result=text))
+    manager = ToolManager(evidence_tools(store), permissions={},
+                          context=ToolContext(workspace=tmp_path, command_timeout_s=10, max_output_bytes=10**7))
+
+    async def read_all() -> str:
+        out, offset, n = [], 0, 0
+        while offset is not None:
+            call = ToolCallPart(call_id=f"k{n}", tool_name="evidence_read",
+                                arguments={"id": ref.id, "offset": offset, "limit": 7000})
+            outcome = await manager.execute(call, "x")
+            assert outcome.status == "succeeded", outcome.error
+            out.append(outcome.result["text"])
+            offset, n = outcome.result["next_offset"], n + 1
+        listing = await manager.execute(ToolCallPart(call_id="l", tool_name="evidence_list", arguments={}), "x")
+        assert listing.result["entries"][0]["id"] == ref.id and "result" not in listing.result["entries"][0]
+        return "".join(out)
+
+    assert asyncio.run(read_all()).encode("utf-8") == store.read_bytes(ref)
+    both = asyncio.run(manager.execute(ToolCallPart(call_id="b", tool_name="evidence_read",
+                                                    arguments={"id": ref.id, "reference": {}}), "x"))
+    assert both.status == "failed" and "exactly one" in both.error
