@@ -68,3 +68,32 @@ def test_amos_loop(tmp_path):
     assert lines[0].startswith("1. WAITING (approval_required) owner=release-team token=")
     assert lines[2].strip().startswith("phase input-needed")
     assert lines[-1] == "4. VERIFIED_COMPLETE (answer/completed) loop.status=completed"
+
+
+def _run_example(name: str) -> list[str]:
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(EXAMPLES / name / "run.py")], capture_output=True, text=True,
+                          env=dict(os.environ), timeout=120)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    return done.stdout.splitlines()
+
+
+def test_durable_evidence():
+    lines = _run_example("durable_evidence")
+    assert "(projected=True)" in lines[0] and lines[-1].endswith("exact result: True")
+
+
+def test_evidence_recovery():
+    lines = _run_example("evidence_recovery")
+    assert "raw result kept: True; protected=True" in lines[0]
+    assert lines[1].endswith("protected=False") and lines[2] == "3. the command ran 1 time(s)"
+
+
+def test_ambiguous_evidence():
+    lines = _run_example("ambiguous_evidence")
+    assert "status=timed_out completion=unknown" in lines[0]
+    assert lines[1].startswith("2. UNCERTAIN (policy_stop/uncertain_effect) after 1 model call")
+    assert lines[2] == "3. deploy started 1 time(s)"

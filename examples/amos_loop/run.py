@@ -18,6 +18,7 @@ Run from the repository root (offline, no key):
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import sys
 import tempfile
@@ -38,6 +39,7 @@ async def drain(events) -> object:
 
 def main() -> int:
     workspace = Path(tempfile.mkdtemp(prefix="amos-loop-"))
+    os.environ["AMOS_HOME"] = str(workspace / ".amos-home")  # keep the example's session out of yours
     shutil.copytree(HERE / "workspace", workspace, dirs_exist_ok=True)
     options = dict(model=f"scripted:{HERE / 'script.json'}", workspace=workspace, cwd=workspace,
                    config_path=HERE / "config.json")
