@@ -566,8 +566,9 @@ class AgentRunner(ToolRounds):
                 return
             if finish in ("content_filter", "refusal"):
                 reason = "content_filtered" if finish == "content_filter" else "refused"
+                said = f": {' '.join(ex.finish_detail.split())[:300]}" if ex.finish_detail else ""
                 ex.stop("refusal", reason, "the model or provider refused to answer"
-                        + (" (content filter)" if finish == "content_filter" else ""))
+                        + (" (content filter)" if finish == "content_filter" else "") + said)
                 return
             if calls:
                 if await self._run_batch(ex, calls, {}):

@@ -95,6 +95,12 @@ def create_provider(
             json_path=f"providers.{provider}.api_key_env",
         )
     key = next((os.environ[v] for v in variables if os.environ.get(v)), None)
+    if key is not None:
+        key = key.strip()  # a key pasted with a trailing newline or \r (a Windows .env) still works
+        if not key or any(ord(c) < 0x20 or ord(c) == 0x7F for c in key):
+            name = next(v for v in variables if os.environ.get(v))
+            raise ConfigError(f"the API key in {name} contains control characters or is blank; "
+                              "set it to the key alone", json_path=f"providers.{provider}.api_key_env")
     settings = ProviderSettings(
         provider_name=provider,
         model=model,
@@ -141,4 +147,11 @@ def secret_values(config: Any) -> tuple[str, ...]:
             env = getattr(pconf, "api_key_env", None)
             if env:
                 names.add(env)
-    return tuple(sorted({os.environ[n] for n in names if os.environ.get(n)}))
+    values: set[str] = set()
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            values.add(value)
+            if value.strip():
+                values.add(value.strip())  # the form the SDK sends, and error messages echo
+    return tuple(sorted(values))

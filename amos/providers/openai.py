@@ -336,8 +336,10 @@ class ChatStreamAssembler:
         calls = self.tool_calls()
         events: list[ProviderEvent] = [ToolCallEvent(c) for c in calls]
         refusal = "".join(self.refusal) or None
-        events.append(FinishEvent(self._reason(bool(calls), refusal), self._usage(),
-                                  refusal=refusal, detail=self.finish_reason))
+        reason = self._reason(bool(calls), refusal)
+        detail = self.finish_reason if reason != "error" else (
+            "the stream ended without a finish reason (the response was cut off or was not a chat stream)")
+        events.append(FinishEvent(reason, self._usage(), refusal=refusal, detail=detail))
         return events
 
     def _reason(self, has_calls: bool, refusal: str | None) -> FinishReason:
@@ -348,6 +350,8 @@ class ChatStreamAssembler:
             return "refusal"
         if raw == "length":
             return "length"
+        if raw is None:
+            return "error"  # the stream ended without a finish reason: a cut-off answer is no answer
         # "tool_calls", "function_call", and compatible servers' "stop" with calls.
         return "tool_calls" if has_calls else "stop"
 

@@ -1,0 +1,41 @@
+"""Provider edge cases found in trials: cut-off streams, non-stream bodies, refusal text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support import cli
+from tests.wire_server import WireServer
+
+CUT = ('data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+       '"delta":{"role":"assistant","content":"All tests pass and I have "},"finish_reason":null}]}\n\n')
+REFUSAL = ('data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+           '"delta":{"role":"assistant","refusal":"I can\'t help with that."},"finish_reason":null}]}\n\n'
+           'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+           '"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
+
+
+def run(tmp_path: Path, body: str, model: str = "openai:gpt-4o-mini"):
+    with WireServer() as server:
+        server.reply(200, body, sse=True)
+        result = cli("run", "--model", model, "--base-url", server.url + "/v1", "--workspace", str(tmp_path),
+                     "--json", "hi")
+    return result, json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("model", ["openai:gpt-4o-mini", "openai-compatible:llama3"])
+@pytest.mark.parametrize("body", [CUT, "this is not json at all\n"])
+def test_stream_without_finish_reason_is_failed_not_answered(tmp_path, monkeypatch, model, body):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-123456")
+    result, out = run(tmp_path, body, model)
+    assert result.exit_code == 1 and out["stop"]["verdict"] == "FAILED", out
+    assert out["stop"]["cause"] == "provider_error"
+
+
+def test_openai_refusal_text_reaches_the_receipt(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-123456")
+    result, out = run(tmp_path, REFUSAL)
+    assert out["stop"]["cause"] == "refusal" and "I can't help with that." in out["stop"]["detail"]
