@@ -10,6 +10,7 @@ callers import from ``amos.config``.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -232,6 +233,29 @@ class ContextConfig(_Model):
     """Turns never compacted."""
 
 
+_CHECKER_SPEC = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_.]*")
+
+
+def _check_checker_spec(value: str) -> str:
+    if not _CHECKER_SPEC.fullmatch(value):
+        raise ValueError("must be 'package.module:function', e.g. 'checks:done'")
+    return value
+
+
+CheckerSpec = Annotated[str, AfterValidator(_check_checker_spec)]
+"""A Python checker, ``package.module:function``."""
+
+
+def _check_relative(value: str) -> str:
+    parts = Path(value).parts
+    if Path(value).is_absolute() or ".." in parts or not parts:
+        raise ValueError("must be a path inside the workspace, relative and without '..'")
+    return value
+
+
+WorkspaceFile = Annotated[str, Field(min_length=1), AfterValidator(_check_relative)]
+
+
 class CompletionConfig(_Model):
     """Completion checks; every configured kind must confirm (spec/config.md)."""
 
@@ -239,11 +263,11 @@ class CompletionConfig(_Model):
     """Shell command run in the workspace; complete only when it exits 0 (``--verify``)."""
     timeout_s: Seconds = 120
     """Time limit of the command, seconds; past it is a checker error."""
-    files: list[Text] = Field(default_factory=list)
+    files: list[WorkspaceFile] = Field(default_factory=list)
     """Files (relative to the workspace) that must exist."""
     require_tools: list[ToolName] = Field(default_factory=list)
     """Tools that must have been observed succeeding."""
-    python: Text | None = None
+    python: CheckerSpec | None = None
     """Python checker, ``module:function``."""
 
 
@@ -252,7 +276,7 @@ class ProgressConfig(_Model):
 
     command: Text | None = None
     """Shell command whose output is the progress key."""
-    python: Text | None = None
+    python: CheckerSpec | None = None
     """Python function, ``module:function``, returning the progress key."""
 
 

@@ -247,11 +247,14 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
 
         if options.verify is not None and (not options.verify.strip() or not _is_utf8(options.verify)):
             raise UsageError("--verify needs a command (non-blank UTF-8 text) that exits 0 when the work is done")
-        verify = options.verify if options.verify is not None else host.verify
+        # Only --verify is remembered by the session; the config's completion.command is
+        # read afresh every time, so editing the config takes effect on the next run.
+        flag_verify = options.verify if options.verify is not None else host.verify
+        if demo and options.verify is None and opened.demo_workspace is not None:
+            flag_verify = demo_verify_command()
+        verify = flag_verify
         if verify is None and config.loop_policy and config.loop_policy.completion:
             verify = config.loop_policy.completion.command
-        if demo and options.verify is None and opened.demo_workspace is not None:
-            verify = demo_verify_command()
         max_steps = options.max_steps or host.max_steps or config.run.max_steps
         if max_steps < 1:
             raise UsageError(f"--max-steps must be at least 1 (got {max_steps})")
@@ -294,7 +297,7 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
             try:
                 loop_policy.check_tools({spec.name: tools.effect(spec.name) for spec in tools.specs()})
             except ValueError as exc:
-                raise ConfigError(str(exc), json_path="loop_policy.read_only_tools") from None
+                raise ConfigError(str(exc), json_path="loop_policy") from None
         settings = RunSettings(
             max_steps=int(max_steps),
             token_budget=config.run.token_budget,
@@ -315,8 +318,9 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
             base_url=strip_url_secrets(base_url),
             workspace=str(workspace),
             config_path=str((cwd / options.config_path).resolve()) if options.config_path else host.config_path,
-            verify=verify,
+            verify=flag_verify,
             max_steps=options.max_steps or host.max_steps,
+            checker_pins=dict(host.checker_pins),
         )
         if lock is None and not options.no_save:
             lock = store.lock(session.id)

@@ -71,7 +71,7 @@ class LoopGuard:
 
     @classmethod
     def start(cls, policy: LoopPolicy, *, workspace: Path, env: Mapping[str, str],
-              recovery_attempts: int = 0) -> LoopGuard:
+              recovery_attempts: int = 0, pins: dict[str, str] | None = None) -> LoopGuard:
         """A guard for a new (or resumed) execution; Python callbacks are captured now.
 
         Raises:
@@ -81,9 +81,9 @@ class LoopGuard:
         checker = None
         progress_fn = None
         if policy.completion and policy.completion.python:
-            checker = load_checker(policy.completion.python, workspace)
+            checker = load_checker(policy.completion.python, workspace, pins)
         if policy.progress and policy.progress.python:
-            progress_fn = load_checker(policy.progress.python, workspace)
+            progress_fn = load_checker(policy.progress.python, workspace, pins)
         return cls(policy=policy, workspace=workspace, env=env, tracker=tracker, checker=checker,
                    progress_fn=progress_fn)
 
@@ -148,7 +148,8 @@ class LoopGuard:
         if not self.tracker.try_recover():
             cause, reason = STOP_FOR_KIND[first]
             limit = self.policy.max_recovery_attempts
-            detail = f"{kinds[0][1].splitlines()[0]} and the recovery budget of {limit} feedback turn(s) is spent"
+            detail = (f"the host progress key stayed unchanged for {self.policy.max_unchanged_progress} tool "
+                      f"rounds in a row and the recovery budget of {limit} feedback turn(s) is spent")
             if first == "failure":
                 detail = f"a tool failed ({self._failures[0]}) and the recovery budget of {limit} is spent"
             elif first == "repeated_read":
@@ -204,7 +205,7 @@ class LoopGuard:
 
 
 def make_packet(*, execution_id: str, iteration: int, output_text: str,
-                observations: Sequence[LoopObservation]) -> Callable[[], Any]:
+                observations: Sequence[LoopObservation], workspace: Path | None = None) -> Callable[[], Any]:
     """A builder of the checker context packet (built only when a Python callback needs it)."""
     return lambda: context_packet(execution_id=execution_id, iteration=iteration, output_text=output_text,
-                                  observations=observations)
+                                  observations=observations, workspace=workspace)

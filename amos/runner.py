@@ -317,7 +317,7 @@ class AgentRunner(ToolRounds):
             try:
                 coerced.check_tools({spec.name: self.tools.effect(spec.name) for spec in self.tools.specs()})
             except ValueError as exc:
-                raise ConfigError(str(exc), json_path="loop_policy.read_only_tools") from None
+                raise ConfigError(str(exc), json_path="loop_policy") from None
         self._policy_override = coerced
 
     def loop_policy(self) -> LoopPolicy | None:
@@ -436,7 +436,8 @@ class AgentRunner(ToolRounds):
             return True
         try:
             ex.guard = LoopGuard.start(ex.policy, workspace=self.workspace, env=self.env,
-                                       recovery_attempts=ex.record.recovery_attempts)
+                                       recovery_attempts=ex.record.recovery_attempts,
+                                       pins=self.session.host.checker_pins)
         except CheckerError as exc:
             ex.stop("checker_error", "checker_error", str(exc))
             return False
@@ -444,7 +445,8 @@ class AgentRunner(ToolRounds):
 
     def _packet(self, ex: Execution) -> Callable[[], Any]:
         return make_packet(execution_id=ex.record.execution_id, iteration=ex.record.steps,
-                           output_text=ex.record.output_text, observations=list(ex.record.observations))
+                           output_text=ex.record.output_text, observations=list(ex.record.observations),
+                           workspace=self.workspace)
 
     def _feedback(self, ex: Execution, verdict: RoundVerdict) -> bool:
         """Apply a policy verdict: stop, or append labelled host feedback.

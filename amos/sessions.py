@@ -44,7 +44,10 @@ class _Model(BaseModel):
 class HostSettings(_Model):
     """The host settings a session was run with (spec/cli.md).
 
-    Never holds ``--yes`` or a secret.
+    Never holds ``--yes`` or a secret. ``checker_pins`` maps a Python checker or
+    progress function that lives inside the workspace to the SHA-256 of its file when
+    the host first loaded it: the model can write the workspace, so a changed file can
+    never confirm anything in this session.
     """
 
     model: str | None = None
@@ -53,6 +56,7 @@ class HostSettings(_Model):
     config_path: str | None = None
     verify: str | None = None
     max_steps: int | None = None
+    checker_pins: dict[str, str] = Field(default_factory=dict)
 
 
 class ExecutionRecord(_Model):

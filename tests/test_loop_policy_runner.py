@@ -16,7 +16,7 @@ from .support import cli_json, collect, finished, make_runner, write_script
 PY = sys.executable
 
 
-def config(tmp_path: Path, policy: object, **extra: object) -> Path:
+def config(tmp_path: Path, policy: object, **extra: object) -> Path:  # noqa: D103
     path = tmp_path / "cfg.json"
     path.write_text(json.dumps({"loop_policy": policy, **extra}))
     return path
@@ -310,3 +310,76 @@ def test_cli_json_carries_loop_and_exit_code(tmp_path):
     assert code == 3 and doc["stop"]["cause"] == "recovery_exhausted"
     assert doc["loop"]["recovery_attempts"] == 1 and doc["loop"]["max_recovery_attempts"] == 1
     assert doc["stop"]["recovery_attempts"] == 1
+
+
+def test_config_completion_command_is_read_afresh_not_remembered_by_the_session(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = write_script(tmp_path, [{"text": "done"}], on_exhausted="repeat_last")
+    cfg = config(tmp_path, {"max_recovery_attempts": 0, "completion": {"command": "false"}})
+    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "--config", str(cfg), "go")
+    assert code == 3
+    cfg.write_text(json.dumps({"loop_policy": {"max_recovery_attempts": 0, "completion": {"command": "true"}}}))
+    code, doc = cli_json("run", "--session", doc["session_id"], "--config", str(cfg), "again")
+    assert code == 0 and doc["stop"]["verdict"] == "VERIFIED_COMPLETE"
+
+
+def test_hanging_python_checker_does_not_keep_amos_running(tmp_path):
+    import subprocess
+    import time
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "slowcheck.py").write_text("import time\ndef check(ctx):\n    time.sleep(60)\n")
+    script = write_script(tmp_path, [{"text": "done"}])
+    cfg = config(tmp_path, {"checker_timeout_s": 0.5, "completion": {"python": "slowcheck:check"}})
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "amos.cli", "run", "--script", str(script), "--workspace",
+                           str(ws), "--config", str(cfg), "--json", "go"], capture_output=True, text=True, timeout=50)
+    assert time.monotonic() - started < 30
+    doc = json.loads(done.stdout)
+    assert done.returncode == 8 and doc["stop"]["cause"] == "checker_error"
+
+
+def test_python_checker_packet_names_the_workspace(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "DONE.flag").write_text("")
+    (ws / "wscheck.py").write_text(
+        "import os\ndef check(ctx):\n"
+        "    return {'complete': os.path.exists(os.path.join(ctx['workspace'], 'DONE.flag'))}\n")
+    _, _, done = run(tmp_path, [{"text": "done"}], {"completion": {"python": "wscheck:check"}})
+    assert done.receipt.verdict == "VERIFIED_COMPLETE"
+
+
+def test_model_rewriting_a_workspace_checker_cannot_confirm(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "pinned_checks.py").write_text(
+        "import os\ndef done(ctx):\n    return {'complete': os.path.exists(os.path.join(ctx['workspace'], 'X'))}\n")
+    cheat = "def done(ctx):\n    return {'complete': True}\n"
+    script = write_script(tmp_path, [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "pinned_checks.py", "content": cheat}}]},
+        {"text": "done"}], on_exhausted="repeat_last")
+    cfg = config(tmp_path, {"max_recovery_attempts": 0, "completion": {"python": "pinned_checks:done"}},
+                 tools={"permissions": {"write_file": "allow"}})
+    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "--config", str(cfg), "go")
+    assert code == 3  # the checker captured at the start of the run says no
+    code, doc = cli_json("run", "--session", doc["session_id"], "--config", str(cfg), "are you done?")
+    assert doc["stop"]["verdict"] != "VERIFIED_COMPLETE"
+    assert doc["stop"]["cause"] == "checker_error" and "changed since" in doc["stop"]["detail"]
+
+
+def test_identical_command_asked_again_after_being_blocked_stops(tmp_path):
+    cmd = {"name": "run_command", "arguments": {"command": "echo hi"}}
+    runner, _, done = run(tmp_path, [{"tool_calls": [cmd]}], {}, script_extra={"on_exhausted": "repeat_last"})
+    assert (done.receipt.cause, done.receipt.reason) == ("policy_stop", "repeated_action")
+    assert done.receipt.steps == 3
+
+
+def test_failing_progress_command_is_checker_error(tmp_path):
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "a").write_text("x")
+    turns = [{"tool_calls": [{"name": "read_file", "arguments": {"path": "a"}}]}, {"text": "ok"}]
+    _, _, done = run(tmp_path, turns, {"progress": {"command": "cat no-such-file"}})
+    assert done.receipt.cause == "checker_error" and "exited" in done.receipt.detail

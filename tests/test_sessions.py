@@ -119,4 +119,5 @@ def test_no_secret_and_no_yes_reach_the_session(tmp_path, monkeypatch):
     assert "sk-live-SECRET123" not in text
     assert "hunter2" not in text
     host = json.loads(text)["host"]
-    assert "yes" not in host and set(host) == {"model", "base_url", "workspace", "config_path", "verify", "max_steps"}
+    assert "yes" not in host and set(host) == {"model", "base_url", "workspace", "config_path", "verify", "max_steps",
+                                           "checker_pins"}

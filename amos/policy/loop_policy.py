@@ -150,8 +150,13 @@ class LoopPolicy:
             effects: tool name → declared effect of every available tool.
 
         Raises:
-            ValueError: a listed tool is unknown or does not declare effect ``read``.
+            ValueError: a listed tool is unknown or does not declare effect ``read``, or
+                ``completion.require_tools`` names a tool that is not available.
         """
+        for name in (self.completion.require_tools if self.completion else ()):
+            if name not in effects:
+                raise ValueError(f"completion.require_tools lists {name!r}, which is not an available tool "
+                                 f"({', '.join(sorted(effects))}); the run could never complete")
         for name in sorted(self.read_only_tools or ()):
             effect = effects.get(name)
             if effect != "read":
@@ -273,6 +278,7 @@ class PolicyTracker:
     _read_counts: dict[str, int] = field(default_factory=dict)
     _read_results: dict[str, str | None] = field(default_factory=dict)
     _read_warned: set[str] = field(default_factory=set)
+    _write_blocked: set[str] = field(default_factory=set)
     _round: dict[str, str] = field(default_factory=dict)
     _call_identity: dict[str, tuple[str, str]] = field(default_factory=dict)
 
@@ -321,7 +327,12 @@ class PolicyTracker:
             return self._admit_read(call_id, fp)
         identity = f"w:{fp}:{self.revision}"
         earlier = self._admissions.get(identity)
+        if earlier is not None and identity in self._write_blocked:
+            return Admission("stop", f"{tool_name} was requested again, identical to call {earlier}, after the "
+                             "host refused to repeat it", identity=identity, cause="policy_stop",
+                             reason="repeated_action")
         if earlier is not None:
+            self._write_blocked.add(identity)
             return Admission("blocked", f"blocked: identical to call {earlier}, already admitted in this "
                              "execution with nothing written since; a write or command is never repeated "
                              "automatically — check its result, or change something first")

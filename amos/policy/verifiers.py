@@ -18,6 +18,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -90,7 +91,8 @@ async def run_command_check(
     return CompletionResult(
         complete=False,
         reason=f"check exited {proc.returncode}",
-        feedback=f"The completion check `{command}` exited {proc.returncode}. Output tail:\n{tail}"[:2000],
+        feedback=(f"The completion check `{command}` exited {proc.returncode}. "
+                  + (f"Output tail:\n{tail}" if tail.strip() else "It printed nothing."))[:2000],
     )
 
 
@@ -122,7 +124,10 @@ async def run_progress_command(
         if isinstance(exc, asyncio.CancelledError):
             raise
         raise CheckerError(f"progress command {command!r} timed out after {timeout_s:g} s") from None
-    return hashlib.sha256(f"{proc.returncode}\n".encode() + out).hexdigest()
+    if proc.returncode != 0:
+        tail = " ".join(out.decode("utf-8", "replace").split())[-200:]
+        raise CheckerError(f"progress command {command!r} exited {proc.returncode}" + (f": {tail}" if tail else ""))
+    return hashlib.sha256(out).hexdigest()
 
 
 def check_files(files: Sequence[str], workspace: Path) -> CompletionResult:
@@ -151,12 +156,21 @@ def check_required_tools(required: Sequence[str], observations: Sequence[LoopObs
         feedback=f"The host requires a successful call of each of these tools first: {names}"[:MAX_FEEDBACK_CHARS])
 
 
-def load_checker(spec: str, workspace: Path) -> Callable[[Any], Any]:
+def load_checker(spec: str, workspace: Path, pins: dict[str, str] | None = None) -> Callable[[Any], Any]:
     """Import ``"pkg.mod:func"`` with the workspace on ``sys.path`` (captured once per execution).
 
+    A module file inside the workspace is *pinned*: the SHA-256 of its file is recorded
+    in ``pins`` the first time; a later load whose file differs is refused, since the
+    model can write the workspace and must never install or confirm a verifier.
+
+    Args:
+        spec: ``module:function``.
+        workspace: the workspace root (appended to ``sys.path`` while importing).
+        pins: the session's pins (updated in place), or None to skip pinning.
+
     Raises:
-        CheckerError: a malformed spec, an import error, or a non-callable attribute
-            (the message is sanitised to one line).
+        CheckerError: a malformed spec, an import error, a non-callable attribute, or a
+            workspace file changed since it was pinned (the message is one line).
     """
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
@@ -179,7 +193,27 @@ def load_checker(spec: str, workspace: Path) -> Callable[[Any], Any]:
                 pass
     if not callable(target):
         raise CheckerError(f"python checker {spec!r} is not callable")
+    if pins is not None:
+        _check_pin(spec, getattr(module, "__file__", None), workspace, pins)
     return target
+
+
+def _check_pin(spec: str, module_file: str | None, workspace: Path, pins: dict[str, str]) -> None:
+    if not module_file:
+        return
+    path = Path(module_file).resolve()
+    try:
+        path.relative_to(workspace.resolve())
+    except ValueError:
+        return  # outside the workspace: the model cannot write it through amos's tools
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    pinned = pins.get(spec)
+    if pinned is None:
+        pins[spec] = digest
+    elif pinned != digest:
+        raise CheckerError(f"python checker {spec!r} ({path.name}, inside the workspace) changed since this "
+                           "session first loaded it; the model can write the workspace, so a changed checker "
+                           "cannot confirm anything — start a new session to use the new version")
 
 
 def freeze(value: Any) -> Any:
@@ -192,13 +226,15 @@ def freeze(value: Any) -> Any:
 
 
 def context_packet(*, execution_id: str, iteration: int, output_text: str,
-                   observations: Sequence[LoopObservation], task_state: Any = None) -> Any:
+                   observations: Sequence[LoopObservation], task_state: Any = None,
+                   workspace: Path | None = None) -> Any:
     """The frozen, detached packet a Python checker or progress key receives.
 
     Fields: ``execution_id``, ``iteration``, ``output_text`` (≤ 32,768 chars),
     ``output_truncated``, ``observations`` (last 100: tool, call_id, effect, status —
     no raw arguments or bodies), ``observed_tool_calls``, ``observations_truncated``,
-    ``task_state`` (None until task state is enabled).
+    ``task_state`` (None until task state is enabled), ``workspace`` (absolute path
+    of the workspace: the checker's current directory is NOT the workspace).
     """
     recent = [o.model_dump(mode="json") for o in observations[-100:]]
     data = {
@@ -210,29 +246,49 @@ def context_packet(*, execution_id: str, iteration: int, output_text: str,
         "observed_tool_calls": len(observations),
         "observations_truncated": len(observations) > 100,
         "task_state": task_state,
+        "workspace": str(workspace) if workspace is not None else None,
     }
     return freeze(json.loads(json.dumps(data)))
 
 
 async def call_checker(fn: Callable[[Any], Any], packet: Any, timeout_s: float, *, what: str) -> Any:
-    """Call a host Python function in a worker thread, bounded by ``timeout_s`` seconds.
+    """Call a host Python function in a daemon thread, bounded by ``timeout_s`` seconds.
 
-    A late verdict is discarded: a thread cannot be killed, but it can never confirm
-    this execution after its timeout.
+    A thread cannot be killed, but past the timeout the run moves on at once (the
+    thread is a daemon, so it never keeps ``amos`` from exiting) and a late verdict can
+    never confirm this execution.
 
     Raises:
         CheckerError: it raised or ran past the timeout.
     """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future = loop.create_future()
+
+    def deliver(ok: bool, value: Any) -> None:
+        if not future.done():
+            (future.set_result if ok else future.set_exception)(value)
+
+    def work() -> None:
+        try:
+            value = fn(packet)
+            if asyncio.iscoroutine(value):
+                value = asyncio.run(value)
+            outcome: tuple[bool, Any] = (True, value)
+        except BaseException as exc:  # noqa: BLE001 - reported as a checker error, even SystemExit
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(deliver, *outcome)
+        except RuntimeError:
+            pass  # the loop is gone: the run ended long ago
+
+    threading.Thread(target=work, name=f"amos-checker {what}", daemon=True).start()
     try:
-        result = await asyncio.wait_for(asyncio.to_thread(fn, packet), timeout_s)
-        if asyncio.iscoroutine(result):
-            result = await asyncio.wait_for(result, timeout_s)
-        return result
+        return await asyncio.wait_for(future, timeout_s)
     except TimeoutError:
         raise CheckerError(f"{what} timed out after {timeout_s:g} s") from None
     except asyncio.CancelledError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a checker that raises is a checker error
+    except BaseException as exc:  # noqa: BLE001 - a checker that raises is a checker error
         raise CheckerError(f"{what} raised {type(exc).__name__}: {_one_line(exc)}") from None
 
 
