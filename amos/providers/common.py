@@ -181,7 +181,11 @@ def provider_error(
     """
     first = " ".join(scrub(str(message), secrets).split())[:300] or "no details"
     where = f"HTTP {status} " if status else ""
-    return ProviderError(kind, f"{provider_name} {where}{kind}: {first}")
+    hint = ""
+    if status == 404:
+        hint = (f" (check the model name and --base-url / providers.{provider_name}.base_url; "
+                "OpenAI-style servers usually end in /v1)")
+    return ProviderError(kind, f"{provider_name} {where}{kind}: {first}{hint}")
 
 
 def error_body_message(body: Any) -> tuple[str, str | None]:
