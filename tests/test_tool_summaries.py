@@ -33,5 +33,5 @@ def test_run_command_keeps_exit_code_and_tails():
     result = {"exit_code": 2, "stdout": "\n".join(f"out {i}" for i in range(1000)), "stderr": "boom",
               "timed_out": False}
     summary = summarize_run_command(result)
-    assert summary.startswith("exit code 2") and "out 999" in summary and "boom" in summary
+    assert summary.startswith("exit code: 2") and "out 999" in summary and "boom" in summary
     assert len(summarize_run_command({"exit_code": 0, "stdout": "x" * 100_000, "stderr": ""})) <= MAX_SUMMARY_CHARS

@@ -59,7 +59,7 @@ def summarize_run_command(result: Any) -> str:
         return _clip(str(result)[-MAX_SUMMARY_CHARS:])
     out = _lines(str(result.get("stdout") or ""))
     err = _lines(str(result.get("stderr") or ""))
-    parts = [f"exit code {result.get('exit_code')}" + (" (timed out)" if result.get("timed_out") else ""),
+    parts = [f"exit code: {result.get('exit_code')}" + (" (timed out)" if result.get("timed_out") else ""),
              f"stdout: {len(out)} lines; last lines:", *out[-PREVIEW_LINES:]]
     if err:
         parts += [f"stderr: {len(err)} lines; last lines:", *err[-PREVIEW_LINES // 2:]]

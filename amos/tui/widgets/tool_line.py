@@ -32,7 +32,7 @@ _NOT_RUN = {"denied", "blocked", "not_started"}
 _STATUS_WORDS = {"running": "running…", "approval": "awaiting approval"}
 _MAX_SUMMARY = 72
 _MAX_ERROR = 90
-_EXIT_CODE = re.compile(r"exit code: (-?\d+)")
+_EXIT_CODE = re.compile(r"^exit code: (-?\d+)", re.MULTILINE)
 
 
 def exit_code_of(content: str | None) -> int | None:
@@ -44,7 +44,7 @@ def exit_code_of(content: str | None) -> int | None:
     Returns:
         The exit code, or None when the result has none (other tools, a timeout).
     """
-    match = _EXIT_CODE.match(content or "")
+    match = _EXIT_CODE.search((content or "")[:600])  # an evidence projection puts its envelope first
     return int(match.group(1)) if match else None
 
 
