@@ -221,7 +221,7 @@ def _exit_for(finished: RunFinished, signal_name: str | None) -> int:
 
 def _render_run(runner: Any, events: Any, json_out: bool, quiet: bool) -> int:
     """Consume a run's events with the terminal renderer; returns the exit code."""
-    renderer = Renderer(json_out=json_out, quiet=quiet, err=sys.stderr, out=sys.stdout)
+    renderer = Renderer(json_out=json_out, quiet=quiet, err=sys.stderr, out=_out())
     finished, sig = asyncio.run(_consume(runner, events, renderer))
     if finished is None:
         print("amos: the run ended without a stop receipt", file=sys.stderr)
@@ -239,14 +239,14 @@ def _run_slash(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
         if json_out:
             doc = {"session_id": runner.session_id, "command": line, "ok": False, "result": None,
                    "error": {"code": exc.code, "message": str(exc)}}
-            print(json.dumps(doc, ensure_ascii=False))
+            print(json.dumps(doc, ensure_ascii=False), file=_out())
         else:
             print(f"amos: {exc}" + (f"\nusage: {exc.usage}" if exc.usage else ""), file=sys.stderr)
         return 2
     if runner.store is not None:
         runner.save()
     if json_out:
-        print(json.dumps(result.to_json(runner.session_id), ensure_ascii=False, default=str))
+        print(json.dumps(result.to_json(runner.session_id), ensure_ascii=False, default=str), file=_out())
     elif result.ok:
         if result.text and not quiet:
             print(result.text)
@@ -255,19 +255,40 @@ def _run_slash(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
     return result.exit_code
 
 
+_REAL_STDOUT: list[TextIO] = []
+
+
+def _out() -> TextIO:
+    """Where output meant for stdout goes: with --json, the real stdout kept aside."""
+    return _REAL_STDOUT[-1] if _REAL_STDOUT else sys.stdout
+
+
 def _guarded(fn, *args, **kwargs) -> int:
-    """Run a command body; a domain error becomes one line (and, with --json, one JSON object)."""
+    """Run a command body; a domain error becomes one line (and, with --json, one JSON object).
+
+    With --json, anything else printed to stdout while the run is in progress (a host
+    checker's print, a library's chatter) is sent to stderr, so stdout carries exactly
+    one JSON object.
+    """
+    json_out = bool(kwargs.get("json_out"))
+    if json_out:
+        _REAL_STDOUT.append(sys.stdout)
+        sys.stdout = sys.stderr
     try:
         return fn(*args, **kwargs)
     except AmosError as exc:
         print(f"amos: {exc}", file=sys.stderr)
-        if kwargs.get("json_out"):
+        if json_out:
             code = getattr(exc, "code", None) or re.sub(r"(?<!^)(?=[A-Z])", "_", type(exc).__name__)
             print(json.dumps({"session_id": None, "ok": False,
-                              "error": {"code": str(code).upper(), "message": str(exc)}}, ensure_ascii=False))
+                              "error": {"code": str(code).upper(), "message": str(exc)}}, ensure_ascii=False),
+                  file=_out())
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    finally:
+        if json_out:
+            sys.stdout = _REAL_STDOUT.pop()
 
 
 def cli_run(*, prompt, demo, config, model, base_url, script, workspace, session, max_steps, verify, yes,

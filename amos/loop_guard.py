@@ -70,20 +70,37 @@ class LoopGuard:
     _uncertain: list[str] = field(default_factory=list)
 
     @classmethod
-    def start(cls, policy: LoopPolicy, *, workspace: Path, env: Mapping[str, str],
-              recovery_attempts: int = 0, pins: dict[str, str] | None = None) -> LoopGuard:
+    async def start(cls, policy: LoopPolicy, *, workspace: Path, env: Mapping[str, str],
+                    record: Any = None, pins: dict[str, str] | None = None) -> LoopGuard:
         """A guard for a new (or resumed) execution; Python callbacks are captured now.
+
+        Imports run in a daemon thread bounded by ``checker_timeout_s``, so a module
+        that hangs or exits at import cannot take amos with it.
+
+        Args:
+            policy: the policy in force.
+            workspace: the workspace root.
+            env: the child environment for commands.
+            record: the ``ExecutionRecord`` being resumed (its ``policy_state`` and
+                ``recovery_attempts`` carry over an approval pause), or None.
+            pins: the session's checker pins (see :func:`~amos.policy.verifiers.load_checker`).
 
         Raises:
             CheckerError: a configured Python checker or progress function cannot be loaded.
         """
-        tracker = PolicyTracker(policy, recovery_attempts=recovery_attempts)
+        tracker = PolicyTracker.from_state(policy, getattr(record, "policy_state", None),
+                                           recovery_attempts=getattr(record, "recovery_attempts", 0))
         checker = None
         progress_fn = None
+        timeout = policy.checker_timeout_s
         if policy.completion and policy.completion.python:
-            checker = load_checker(policy.completion.python, workspace, pins)
+            spec = policy.completion.python
+            checker = await call_checker(lambda _: load_checker(spec, workspace, pins), None, timeout,
+                                         what=f"loading python checker {spec!r}")
         if policy.progress and policy.progress.python:
-            progress_fn = load_checker(policy.progress.python, workspace, pins)
+            spec = policy.progress.python
+            progress_fn = await call_checker(lambda _: load_checker(spec, workspace, pins), None, timeout,
+                                             what=f"loading progress function {spec!r}")
         return cls(policy=policy, workspace=workspace, env=env, tracker=tracker, checker=checker,
                    progress_fn=progress_fn)
 

@@ -396,9 +396,6 @@ class AgentRunner(ToolRounds):
         self._live = ex
         self._emit(ex, RunStarted(session_id=self.session.id, execution_id=ex.record.execution_id,
                                   model=self.model_spec, resumed=ex.resumed))
-        if not self._start_policy(ex):
-            self._finish(ex)
-            return
         if self.doom is not None:
             for warning in self.doom.take_warnings():
                 text = warning if warning.startswith("doom_loop") else f"doom_loop: {warning}"
@@ -406,7 +403,8 @@ class AgentRunner(ToolRounds):
         try:
             try:
                 async with asyncio.timeout(self.settings.timeout_s):
-                    await body()
+                    if await self._start_policy(ex):
+                        await body()
             except TimeoutError:
                 ex.stop("timeout", "timeout", f"the run's time limit of {self.settings.timeout_s:g} s expired",
                         {"timeout_s": self.settings.timeout_s,
@@ -416,7 +414,7 @@ class AgentRunner(ToolRounds):
             if task is not None:
                 task.uncancel()
             ex.stop("user_abort", "cancelled", "the run was cancelled by the user")
-        except Exception as exc:  # noqa: BLE001 - a bug must still end with a receipt
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a bug must still end with a receipt
             self._emit(ex, Notice(level="error", text=f"internal error: {type(exc).__name__}: {exc}"))
             ex.detail = f"the run ended on an internal error: {type(exc).__name__}: {exc}"
         finally:
@@ -424,7 +422,7 @@ class AgentRunner(ToolRounds):
 
     # ------------------------------------------------------------------ the loop policy
 
-    def _start_policy(self, ex: Execution) -> bool:
+    async def _start_policy(self, ex: Execution) -> bool:
         """Capture the policy (and its Python callbacks) for this execution.
 
         Returns:
@@ -435,9 +433,8 @@ class AgentRunner(ToolRounds):
         if ex.policy is None:
             return True
         try:
-            ex.guard = LoopGuard.start(ex.policy, workspace=self.workspace, env=self.env,
-                                       recovery_attempts=ex.record.recovery_attempts,
-                                       pins=self.session.host.checker_pins)
+            ex.guard = await LoopGuard.start(ex.policy, workspace=self.workspace, env=self.env,
+                                             record=ex.record, pins=self.session.host.checker_pins)
         except CheckerError as exc:
             ex.stop("checker_error", "checker_error", str(exc))
             return False
@@ -639,7 +636,14 @@ class AgentRunner(ToolRounds):
                     calls.append(self._unique_call_id(event.call, calls))
                 elif isinstance(event, FinishEvent):
                     finish = event
-        except ProviderError as exc:
+        except (ProviderError, Exception) as exc:  # noqa: BLE001 - unreadable wire data is a provider error
+            if not isinstance(exc, ProviderError):
+                from amos.providers.common import scrub
+
+                log.debug("provider %s produced an unreadable response", provider.provider_name, exc_info=True)
+                what = scrub(" ".join(str(exc).split())[:200], self.settings.secrets)
+                exc = ProviderError("bad_response", f"{provider.provider_name}: the response could not be read "
+                                                    f"({type(exc).__name__}: {what})")
             if text:
                 self.session.messages.append(Message(role="assistant", kind="turn", parts=(TextPart(text="".join(text)),)))
             ex.record.usage.model_calls += 1
@@ -648,7 +652,9 @@ class AgentRunner(ToolRounds):
         if finish is None:
             ex.stop("provider_error", "bad_response", "the model stream ended without a finish reason")
             return None
-        ex.record.usage.add(finish.usage if finish.usage.model_calls else finish.usage.model_copy(update={"model_calls": 1}))
+        reported = {name: max(0, int(getattr(finish.usage, name) or 0)) for name in Usage.model_fields}
+        reported["model_calls"] = max(1, reported["model_calls"])
+        ex.record.usage.add(Usage(**reported))  # negative counts from a server must not defeat token_budget
         joined = "".join(text)
         parts: list[Any] = [TextPart(text=joined)] if joined else []
         parts.extend(calls)
@@ -725,6 +731,7 @@ class AgentRunner(ToolRounds):
                 rec.recovery_attempts = ex.guard.tracker.recovery_attempts
                 rec.progress_changed = ex.guard.tracker.progress_changed
                 rec.tracked = ex.guard.tracker.counts()
+                rec.policy_state = ex.guard.tracker.to_state() if ex.pending is not None else None
             if ex.pending is not None:
                 self.session.pending = ex.pending
             receipt, loop = build_receipt(

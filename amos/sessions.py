@@ -76,6 +76,8 @@ class ExecutionRecord(_Model):
         recovery_attempts: loop-policy feedback turns given so far.
         progress_changed: the host progress key changed during the execution.
         tracked: the loop policy's tracked counts and bound (diagnostics).
+        policy_state: the loop policy's admissions and counters while the execution
+            waits for approval, so a resumed execution never repeats an admitted action.
         output_text: text of the latest assistant turn.
     """
 
@@ -91,6 +93,7 @@ class ExecutionRecord(_Model):
     recovery_attempts: int = 0
     progress_changed: bool = False
     tracked: dict[str, int | None] = Field(default_factory=dict)
+    policy_state: dict[str, Any] | None = None
     output_text: str = ""
 
 

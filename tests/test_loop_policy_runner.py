@@ -383,3 +383,83 @@ def test_failing_progress_command_is_checker_error(tmp_path):
     turns = [{"tool_calls": [{"name": "read_file", "arguments": {"path": "a"}}]}, {"text": "ok"}]
     _, _, done = run(tmp_path, turns, {"progress": {"command": "cat no-such-file"}})
     assert done.receipt.cause == "checker_error" and "exited" in done.receipt.detail
+
+
+@pytest.mark.parametrize("body, at_import", [
+    ("raise SystemExit(0)", False),
+    ("import sys; sys.exit(3)", False),
+    ("raise SystemExit(0)", True),
+])
+def test_checker_calling_sys_exit_is_checker_error(tmp_path, body, at_import):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    name = f"exiter_{abs(hash((body, at_import)))}"
+    source = f"{body}\ndef check(ctx):\n    return {{'complete': True}}\n" if at_import else \
+        f"def check(ctx):\n    {body}\n"
+    (ws / f"{name}.py").write_text(source)
+    script = write_script(tmp_path, [{"text": "done"}])
+    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "--config",
+                         str(config(tmp_path, {"completion": {"python": f"{name}:check"}})), "go")
+    assert code == 8 and doc["stop"]["cause"] == "checker_error"
+
+
+def test_checker_hanging_at_import_times_out(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "hang_import.py").write_text("import time\ntime.sleep(60)\ndef check(ctx):\n    return {}\n")
+    _, _, done = run(tmp_path, [{"text": "done"}], {"checker_timeout_s": 0.5,
+                                                    "completion": {"python": "hang_import:check"}})
+    assert done.receipt.cause == "checker_error" and "timed out" in done.receipt.detail
+
+
+def test_printing_checker_does_not_corrupt_json(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "chatty.py").write_text("print('hello from import')\n"
+                                  "def check(ctx):\n    print('checking')\n    return {'complete': True}\n")
+    script = write_script(tmp_path, [{"text": "done"}])
+    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "--config",
+                         str(config(tmp_path, {"completion": {"python": "chatty:check"}})), "go")
+    assert code == 0 and doc["stop"]["verdict"] == "VERIFIED_COMPLETE"
+
+
+def test_admissions_survive_an_approval_pause(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    cmd = {"name": "run_command", "arguments": {"command": "echo hi >> log.txt"}}
+    script = write_script(tmp_path, [
+        {"tool_calls": [cmd, {"id": "w", "name": "write_file", "arguments": {"path": "x", "content": "y"}}]},
+        {"tool_calls": [cmd]},
+        {"text": "done"}])
+    cfg = config(tmp_path, {}, tools={"permissions": {"run_command": "allow"}})
+    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "--config", str(cfg), "go")
+    assert code == 5  # WAITING_UNROUTED on write_file
+    code, doc = cli_json("resume", doc["session_id"], "--deny", "w", "--config", str(cfg))
+    assert (ws / "log.txt").read_text() == "hi\n"  # the identical command was not run again
+    assert [c["status"] for c in doc["tool_calls"]][-1] == "blocked"
+
+
+def test_completion_command_output_is_bounded_and_background_children_do_not_hold_it(tmp_path):
+    import time
+
+    policy = {"max_recovery_attempts": 0,
+              "completion": {"command": f"{PY} -c \"import sys; sys.stdout.write('x' * 20_000_000); sys.exit(1)\""}}
+    _, _, done = run(tmp_path, [{"text": "done"}], policy)
+    assert done.receipt.cause == "recovery_exhausted"
+    assert len(done.receipt.completion.feedback) <= 2000
+    started = time.monotonic()
+    _, _, done = run(tmp_path, [{"text": "done"}], {"completion": {"command": "sleep 30 & exit 0", "timeout_s": 20}})
+    assert done.receipt.verdict == "VERIFIED_COMPLETE" and time.monotonic() - started < 15
+
+
+def test_set_loop_policy_validates_policy_objects(tmp_path):
+    from amos.policy.loop_policy import LoopPolicy
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    runner, _ = make_runner(write_script(tmp_path, [{"text": "x"}]), ws)
+    try:
+        with pytest.raises(ConfigError, match="max_recovery_attempts"):
+            runner.set_loop_policy(LoopPolicy(max_recovery_attempts=-1))
+    finally:
+        runner.close()

@@ -39,3 +39,25 @@ def test_openai_refusal_text_reaches_the_receipt(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-123456")
     result, out = run(tmp_path, REFUSAL)
     assert out["stop"]["cause"] == "refusal" and "I can't help with that." in out["stop"]["detail"]
+
+
+def test_nan_arguments_are_invalid_json_not_a_later_crash():
+    from amos.providers.common import decode_arguments
+
+    assert decode_arguments('{"x": NaN}') == (None, '{"x": NaN}')
+    assert decode_arguments('{"x": Infinity}')[0] is None
+
+
+def test_deeply_nested_invalid_arguments_are_a_tool_error(tmp_path):
+    from tests.support import collect, finished, make_runner, write_script
+
+    deep = "[" * 100_000 + "]" * 99_999
+    script = write_script(tmp_path, [{"tool_calls": [{"name": "read_file", "raw_arguments": deep}]},
+                                     {"text": "ok"}])
+    runner, _ = make_runner(script, tmp_path)
+    try:
+        done = finished(collect(runner, "go"))
+    finally:
+        runner.close()
+    assert done.receipt.verdict == "ANSWERED"
+    assert done.tool_calls[0]["status"] == "failed"

@@ -184,7 +184,10 @@ def coerce_policy(value: Any) -> LoopPolicy | None:
     Raises:
         ConfigError: the object does not validate (names the JSON path and what is accepted).
     """
-    if value is None or isinstance(value, LoopPolicy):
+    if value is None:
+        return None
+    if isinstance(value, LoopPolicy):
+        coerce_policy(_as_config_dict(value))  # the same bounds as the config file
         return value
     from amos.config_models import LoopPolicyConfig
 
@@ -206,6 +209,17 @@ def coerce_policy(value: Any) -> LoopPolicy | None:
         raise format_validation_error(exc, "set_loop_policy") from None
     assert cfg is not None
     return LoopPolicy.from_config(cfg)
+
+
+def _as_config_dict(policy: LoopPolicy) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    data = asdict(policy)
+    if policy.read_only_tools is not None:
+        data["read_only_tools"] = sorted(policy.read_only_tools)
+    if data.get("completion"):
+        data["completion"] = {k: list(v) if isinstance(v, tuple) else v for k, v in data["completion"].items()}
+    return data
 
 
 def action_fingerprint(tool_name: str, arguments: Any) -> str | None:
@@ -441,6 +455,41 @@ class PolicyTracker:
             return False
         self.recovery_attempts += 1
         return True
+
+    _STATE_SETS = ("_signatures", "_read_warned", "_write_blocked")
+    _STATE_DICTS = ("_admissions", "_read_counts", "_read_results", "_call_identity")
+    _STATE_SCALARS = ("revision", "effects", "recovery_attempts", "progress_key", "unchanged_progress",
+                      "progress_changed", "observation_count")
+
+    def to_state(self) -> dict[str, Any]:
+        """JSON state to carry an execution across an approval pause (bounded by ``max_tracked``)."""
+        state: dict[str, Any] = {name: getattr(self, name) for name in self._STATE_SCALARS}
+        state.update({name.lstrip("_"): sorted(getattr(self, name)) for name in self._STATE_SETS})
+        state.update({name.lstrip("_"): dict(getattr(self, name)) for name in self._STATE_DICTS})
+        return state
+
+    @classmethod
+    def from_state(cls, policy: LoopPolicy, state: Mapping[str, Any] | None, *,
+                   recovery_attempts: int = 0) -> PolicyTracker:
+        """A tracker resumed from :meth:`to_state` (a fresh one when ``state`` is None or unreadable)."""
+        tracker = cls(policy, recovery_attempts=recovery_attempts)
+        if not state:
+            return tracker
+        try:
+            for name in cls._STATE_SCALARS:
+                if name in state:
+                    setattr(tracker, name, state[name])
+            for name in cls._STATE_SETS:
+                setattr(tracker, name, set(state.get(name.lstrip("_"), ())))
+            for name in cls._STATE_DICTS:
+                value = dict(state.get(name.lstrip("_"), {}))
+                if name == "_call_identity":
+                    value = {k: tuple(v) for k, v in value.items()}
+                setattr(tracker, name, value)
+        except (TypeError, ValueError):
+            return cls(policy, recovery_attempts=recovery_attempts)
+        tracker.recovery_attempts = max(tracker.recovery_attempts, recovery_attempts)
+        return tracker
 
     def counts(self) -> dict[str, int | None]:
         """Tracked counts and their bound, for diagnostics."""

@@ -61,39 +61,88 @@ async def run_command_check(
             never a false verdict).
         asyncio.CancelledError: the run was cancelled (the process group is killed).
     """
+    code, tail, _ = await run_bounded(command, workspace=workspace, env=env, timeout_s=timeout_s,
+                                      what="completion check")
+    if code == 0:
+        return CompletionResult(complete=True, reason="completed")
+    text = tail.decode("utf-8", errors="replace")[-FEEDBACK_TAIL_CHARS:]
+    return CompletionResult(
+        complete=False,
+        reason=f"check exited {code}",
+        feedback=(f"The completion check `{command}` exited {code}. "
+                  + (f"Output tail:\n{text}" if text.strip() else "It printed nothing."))[:2000],
+    )
+
+
+OUTPUT_TAIL_BYTES = 64 * 1024
+"""Output of a check kept in memory (bytes): only the tail; the whole is hashed as it streams."""
+PIPE_GRACE_S = 2.0
+"""How long a check's output is still read after it exited (a background child may hold the pipe)."""
+
+
+async def run_bounded(
+    command: str, *, workspace: Path, env: Mapping[str, str], timeout_s: float, what: str
+) -> tuple[int, bytes, str]:
+    """Run a host check command with bounded memory.
+
+    Returns:
+        ``(exit code, last 64 KiB of stdout+stderr, SHA-256 hex of all of it)``.
+
+    Raises:
+        CheckerError: it could not start or ran past ``timeout_s`` (its process group
+            is killed).
+        asyncio.CancelledError: the run was cancelled (the process group is killed).
+    """
     try:
         proc = await asyncio.create_subprocess_shell(
-            command,
-            cwd=str(workspace),
-            env=dict(env),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise CheckerError(f"completion check {command!r} could not start: {exc}") from None
+            command, cwd=str(workspace), env=dict(env), stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+    except (OSError, ValueError) as exc:
+        raise CheckerError(f"{what} {command!r} could not start: {_one_line(exc)}") from None
+    digest = hashlib.sha256()
+    tail = bytearray()
+
+    async def pump() -> None:
+        assert proc.stdout is not None
+        while chunk := await proc.stdout.read(65536):
+            digest.update(chunk)
+            tail.extend(chunk)
+            del tail[:-OUTPUT_TAIL_BYTES]
+
+    reader = asyncio.ensure_future(pump())
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+        await asyncio.wait_for(_exited(proc), timeout_s)
     except (TimeoutError, asyncio.CancelledError) as exc:
         _kill_group(proc.pid)
+        reader.cancel()
         try:
             await asyncio.wait_for(proc.wait(), 5)
         except (TimeoutError, asyncio.CancelledError):
             pass
+        _close(proc)
         if isinstance(exc, asyncio.CancelledError):
             raise
-        raise CheckerError(f"completion check {command!r} timed out after {timeout_s:g} s") from None
-    text = out.decode("utf-8", errors="replace")
-    if proc.returncode == 0:
-        return CompletionResult(complete=True, reason="completed")
-    tail = text[-FEEDBACK_TAIL_CHARS:]
-    return CompletionResult(
-        complete=False,
-        reason=f"check exited {proc.returncode}",
-        feedback=(f"The completion check `{command}` exited {proc.returncode}. "
-                  + (f"Output tail:\n{tail}" if tail.strip() else "It printed nothing."))[:2000],
-    )
+        raise CheckerError(f"{what} {command!r} timed out after {timeout_s:g} s") from None
+    try:
+        await asyncio.wait_for(asyncio.shield(reader), PIPE_GRACE_S)
+    except TimeoutError:  # the command exited but a child it left behind holds the pipe
+        reader.cancel()
+        _kill_group(proc.pid)
+        _close(proc)
+    return proc.returncode if proc.returncode is not None else -1, bytes(tail), digest.hexdigest()
+
+
+async def _exited(proc: Any) -> None:
+    """Wait for the process itself to exit (``Process.wait`` also waits for its pipes,
+    which a background child may hold open)."""
+    while proc.returncode is None:
+        await asyncio.sleep(0.02)
+
+
+def _close(proc: Any) -> None:
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
 
 
 def _kill_group(pid: int) -> None:
@@ -106,28 +155,17 @@ def _kill_group(pid: int) -> None:
 async def run_progress_command(
     command: str, *, workspace: Path, env: Mapping[str, str], timeout_s: float
 ) -> str:
-    """Sample a progress key: the SHA-256 of a command's exit status and output.
+    """Sample a progress key: the SHA-256 of a command's output (it must exit 0).
 
     Raises:
-        CheckerError: the command timed out or could not start.
+        CheckerError: the command failed, timed out or could not start.
     """
-    try:
-        proc = await asyncio.create_subprocess_shell(
-            command, cwd=str(workspace), env=dict(env), stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
-    except OSError as exc:
-        raise CheckerError(f"progress command {command!r} could not start: {exc}") from None
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
-    except (TimeoutError, asyncio.CancelledError) as exc:
-        _kill_group(proc.pid)
-        if isinstance(exc, asyncio.CancelledError):
-            raise
-        raise CheckerError(f"progress command {command!r} timed out after {timeout_s:g} s") from None
-    if proc.returncode != 0:
-        tail = " ".join(out.decode("utf-8", "replace").split())[-200:]
-        raise CheckerError(f"progress command {command!r} exited {proc.returncode}" + (f": {tail}" if tail else ""))
-    return hashlib.sha256(out).hexdigest()
+    code, tail, digest = await run_bounded(command, workspace=workspace, env=env, timeout_s=timeout_s,
+                                           what="progress command")
+    if code != 0:
+        text = " ".join(tail.decode("utf-8", "replace").split())[-200:]
+        raise CheckerError(f"progress command {command!r} exited {code}" + (f": {text}" if text else ""))
+    return digest
 
 
 def check_files(files: Sequence[str], workspace: Path) -> CompletionResult:
@@ -183,8 +221,9 @@ def load_checker(spec: str, workspace: Path, pins: dict[str, str] | None = None)
         target: Any = module
         for part in attr.split("."):
             target = getattr(target, part)
-    except Exception as exc:  # noqa: BLE001 - any import failure is a checker error
-        raise CheckerError(f"python checker {spec!r} cannot be loaded: {_one_line(exc)}") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any import failure is a checker error
+        raise CheckerError(f"python checker {spec!r} cannot be loaded: {type(exc).__name__}: "
+                           f"{_one_line(exc)}") from None
     finally:
         if added:
             try:
@@ -286,7 +325,7 @@ async def call_checker(fn: Callable[[Any], Any], packet: Any, timeout_s: float, 
         return await asyncio.wait_for(future, timeout_s)
     except TimeoutError:
         raise CheckerError(f"{what} timed out after {timeout_s:g} s") from None
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, CheckerError):
         raise
     except BaseException as exc:  # noqa: BLE001 - a checker that raises is a checker error
         raise CheckerError(f"{what} raised {type(exc).__name__}: {_one_line(exc)}") from None

@@ -89,9 +89,13 @@ def decode_arguments(raw: Any) -> tuple[Any, str | None]:
     if raw.strip() == "":
         return {}, None
     try:
-        return json.loads(raw), None
+        return json.loads(raw, parse_constant=_reject_constant), None
     except (ValueError, RecursionError):
-        return None, raw
+        return None, raw  # NaN/Infinity are not JSON either: the model is told, nothing breaks later
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
 
 
 def generated_call_id(prefix: str, turn_seed: str, index: int) -> str:

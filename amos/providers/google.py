@@ -144,6 +144,10 @@ class GoogleProvider:
                 jitter=self._retry_initial_delay_s,  # random extra wait, up to one initial delay
             ),
             httpx_async_client=self._http_client,
+            # the SDK follows redirects and only strips Authorization on a cross-origin
+            # hop; the key travels in x-goog-api-key, so never follow one
+            client_args={"follow_redirects": False},
+            async_client_args={"follow_redirects": False},
         )
 
     def _sdk(self) -> genai.Client:

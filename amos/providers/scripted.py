@@ -244,7 +244,7 @@ class ScriptedProvider:
                 arg_chars += len(raw)
                 try:
                     args, keep_raw = json.loads(raw), None
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, RecursionError):
                     args, keep_raw = None, raw
             else:
                 args, keep_raw = tc.arguments, None

@@ -374,6 +374,8 @@ def _invalid_json_message(name: str, raw: str) -> str:
         reason = f" ({exc.msg} at character {exc.pos})"
     except (TypeError, ValueError):
         pass
+    except RecursionError:
+        reason = " (nested too deeply)"
     shown = raw[:RAW_ARGUMENTS_SHOWN] + ("…" if len(raw) > RAW_ARGUMENTS_SHOWN else "")
     return f"arguments for {name} were not valid JSON{reason}: {shown!r}"
 
