@@ -43,6 +43,11 @@ def _session_id(sessions, value: str | None) -> str | None:
         return value  # the session may be deleted; its evidence outlives it
 
 
+def _safe(value: object) -> str:
+    """A value for one terminal line: control characters (escape sequences, newlines) shown as ``?``."""
+    return "".join(c if c.isprintable() else "?" for c in str(value))
+
+
 def _fail(exc: Exception) -> None:
     typer.echo(f"amos: {exc}", err=True)
     raise typer.Exit(getattr(exc, "exit_code", 2))
@@ -75,8 +80,8 @@ def list_evidence(
         return
     typer.echo(f"{'ID':<36}  {'STORED (UTC)':<19}  {'TOOL':<14}  {'STATUS':<10}  {'BYTES':>9}  CALL")
     for e in page.entries:
-        typer.echo(f"{e.id:<36}  {str(e.stored_at)[:19].replace('T', ' '):<19}  {e.tool:<14}  {e.status:<10}  "
-                   f"{e.size:>9}  {e.call_id}")
+        typer.echo(f"{_safe(e.id):<36}  {_safe(e.stored_at)[:19].replace('T', ' '):<19}  {_safe(e.tool):<14}  "
+                   f"{_safe(e.status):<10}  {e.size:>9}  {_safe(e.call_id)}")
     if page.next_cursor:
         typer.echo(f"more: amos evidence list --after {page.next_cursor}")
 
@@ -126,8 +131,12 @@ def prune_evidence(
 
     Example: amos evidence prune --older-than 30
     """
+    import math
+
     from amos.errors import AmosError
 
+    if older_than is not None and not math.isfinite(older_than):
+        _fail(ValueError("--older-than needs a finite number of days, e.g. 30"))
     try:
         store, sessions = _open(config)
         if older_than is None and session is None:
@@ -140,3 +149,27 @@ def prune_evidence(
         typer.echo(json.dumps({"removed": removed}))
     else:
         typer.echo(f"removed {removed} evidence record(s)")
+
+
+@evidence_app.command("rebuild")
+def rebuild_evidence(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
+    """Rebuild the scope's index from its record files (after a damaged or deleted index).
+
+    Records are re-verified; an acknowledgement is kept only where the old index
+    confirms the same hash, else it is reported as ``written``.
+
+    Example: amos evidence rebuild
+    """
+    from amos.errors import AmosError
+
+    try:
+        store, _ = _open(config)
+        report = store.rebuild_index()
+    except AmosError as exc:
+        _fail(exc)
+    if json_out:
+        typer.echo(json.dumps(report, ensure_ascii=False))
+        return
+    skipped = report.get("skipped") or []
+    typer.echo(f"indexed {report.get('indexed', 0)} record(s)"
+               + (f"; skipped {len(skipped)} unreadable: {', '.join(map(_safe, skipped[:10]))}" if skipped else ""))

@@ -116,7 +116,7 @@ class Renderer:
 
     def event(self, event: Any) -> None:
         """Render one event (progress only; the final output comes from :meth:`finish`)."""
-        if isinstance(event, Notice) and event.level == "error" and not self.json_out:
+        if isinstance(event, Notice) and event.level == "error":  # stderr, also with --json
             self._line(f"amos: {event.text}")
             return
         if not self.progress:

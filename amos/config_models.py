@@ -360,14 +360,18 @@ class DoomLoopConfig(_Model):
         return value
 
 
+ScopeField = Annotated[str, Field(min_length=1, max_length=256)]
+"""One evidence scope field, 1 to 256 characters."""
+
+
 class EvidenceScopeConfig(_Model):
     """Who owns the evidence records."""
 
-    owner_id: Text | None = None
+    owner_id: ScopeField | None = None
     """Owner; null means the local user name."""
-    tenant_id: Text | None = None
+    tenant_id: ScopeField | None = None
     """Tenant; null means none."""
-    namespace: Text | None = None
+    namespace: ScopeField | None = None
     """Namespace; null means ``default``."""
 
 

@@ -112,6 +112,47 @@ def _mask_outcome(outcome: ToolOutcome, secrets: tuple[str, ...]) -> ToolOutcome
     })
 
 
+def mask_text(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every secret value masked (unchanged when there are none)."""
+    if not secrets or not text:
+        return text
+    from amos.evidence.redact import redact_text
+
+    return redact_text(text, secrets)
+
+
+def _clean_value(value: Any, secrets: tuple[str, ...]) -> Any:
+    if isinstance(value, str):
+        return mask_text(clean_text(value), secrets)
+    if isinstance(value, dict):
+        return {_clean_value(k, secrets) if isinstance(k, str) else k: _clean_value(v, secrets)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean_value(v, secrets) for v in value]
+    return value
+
+
+def clean_call(call: ToolCallPart, secrets: tuple[str, ...]) -> ToolCallPart:
+    """``call`` with lone surrogates replaced and secret values masked in every string.
+
+    Returns the same object when nothing changed.
+    """
+    update: dict[str, Any] = {}
+    for name in ("call_id", "tool_name", "raw_arguments"):
+        value = getattr(call, name)
+        if isinstance(value, str):
+            cleaned = mask_text(clean_text(value), secrets)
+            if cleaned != value:
+                update[name] = cleaned
+    try:
+        arguments = _clean_value(call.arguments, secrets)
+    except RecursionError:
+        arguments = call.arguments
+    if arguments != call.arguments:
+        update["arguments"] = arguments
+    return call.model_copy(update=update) if update else call
+
+
 def clean_text(text: str) -> str:
     """``text`` with lone surrogates (undecodable input bytes) replaced by ``?``."""
     return text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
@@ -335,8 +376,11 @@ class ToolRounds:
                                 is_error=outcome.status != "succeeded", status=outcome.status, **evidence)
         self.session.messages.append(Message.tool_result(result))
         rec = ex.record
-        rec.tool_calls.append({"call_id": call.call_id, "tool": call.tool_name, "status": outcome.status,
-                               "evidence_id": result.evidence_id})
+        row = {"call_id": call.call_id, "tool": call.tool_name, "status": outcome.status,
+               "evidence_id": result.evidence_id}
+        if result.evidence_error:
+            row["evidence_error"] = result.evidence_error
+        rec.tool_calls.append(row)
         rec.observations.append(LoopObservation(tool=call.tool_name, call_id=call.call_id,
                                                 effect=outcome.effect, status=outcome.status))
         if outcome.status == "succeeded" and outcome.effect in ("write", "unknown"):

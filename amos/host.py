@@ -153,7 +153,17 @@ def _evidence(config: Any, session: Any) -> tuple[Any, list]:
     session.evidence_scope = scope
     capture = EvidenceCapture(store, secrets=secret_values(config), identity=dict(scope), session_id=session.id,
                               project_threshold_bytes=int(config.evidence.project_threshold_bytes))
-    return capture, evidence_tools(store)
+    from amos.evidence.model import EvidenceReference
+
+    def known(record_id: str) -> EvidenceReference | None:
+        for message in session.messages:
+            for part in message.tool_results:
+                if part.evidence_id == record_id and part.evidence:
+                    return EvidenceReference.model_validate(part.evidence)
+        return None
+
+    capture.known = known
+    return capture, evidence_tools(store, known)
 
 
 def _is_utf8(text: str) -> bool:

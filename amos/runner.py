@@ -34,7 +34,7 @@ from amos.events import (
 )
 from amos.evidence.capture import EvidenceCapture
 from amos.evidence.model import EvidenceError, EvidenceReference, coerce_reference
-from amos.execution import Execution, RunSettings, ToolRounds, clean_text
+from amos.execution import Execution, RunSettings, ToolRounds, clean_call, clean_text, mask_text
 from amos.loop_guard import LoopGuard, RoundVerdict, make_packet
 from amos.messages import Message, TextPart, ToolCallPart, Usage
 from amos.policy.loop_policy import LoopPolicy, coerce_policy
@@ -160,7 +160,7 @@ class AgentRunner(ToolRounds):
             SessionError: ``busy`` when a run is already active.
         """
         self._ensure_idle()
-        prompt = clean_text(prompt)
+        prompt = mask_text(clean_text(prompt), self.settings.secrets)
         record = ExecutionRecord(execution_id=str(uuid.uuid4()), started_at=utc_now())
         ex = Execution(record=record)
         return self._drive(ex, lambda: self._start(ex, prompt))
@@ -245,6 +245,10 @@ class AgentRunner(ToolRounds):
         store = self._evidence_store()
         text = id_or_reference.strip()
         ref = coerce_reference(text) if text.startswith("{") else store.get_reference(text)
+        pinned = self.evidence.known(ref.id) if self.evidence is not None and self.evidence.known else None
+        if pinned is not None and (pinned.sha256, pinned.size) != (ref.sha256, ref.size):
+            raise EvidenceError("corrupt", f"evidence {ref.id} no longer matches the SHA-256 this session "
+                                           "recorded for it")
         return store.read_text_chunk(ref, offset, limit)
 
     def _evidence_store(self) -> Any:
@@ -598,7 +602,10 @@ class AgentRunner(ToolRounds):
 
     def _unique_call_id(self, call: ToolCallPart, turn_calls: list[ToolCallPart]) -> ToolCallPart:
         """``call`` with an id no earlier call of the session used (two models, or a model
-        that reuses ids, must not make tool results ambiguous)."""
+        that reuses ids, must not make tool results ambiguous), its strings made valid
+        UTF-8 and provider key values masked (the session must always be savable and
+        never hold a key)."""
+        call = clean_call(call, self.settings.secrets)
         used = {c.call_id for m in self.session.messages for c in m.tool_calls} | {c.call_id for c in turn_calls}
         if call.call_id not in used:
             return call
@@ -655,7 +662,7 @@ class AgentRunner(ToolRounds):
         reported = {name: max(0, int(getattr(finish.usage, name) or 0)) for name in Usage.model_fields}
         reported["model_calls"] = max(1, reported["model_calls"])
         ex.record.usage.add(Usage(**reported))  # negative counts from a server must not defeat token_budget
-        joined = "".join(text)
+        joined = mask_text("".join(text), self.settings.secrets)
         parts: list[Any] = [TextPart(text=joined)] if joined else []
         parts.extend(calls)
         self.session.messages.append(Message(role="assistant", kind="turn", parts=tuple(parts)))

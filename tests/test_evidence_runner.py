@@ -203,3 +203,88 @@ def test_model_evidence_tools_rebuild_the_exact_record(tmp_path):
     both = asyncio.run(manager.execute(ToolCallPart(call_id="b", tool_name="evidence_read",
                                                     arguments={"id": ref.id, "reference": {}}), "x"))
     assert both.status == "failed" and "exactly one" in both.error
+
+
+def _one_record(tmp_path: Path):
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    big_file(ws, lines=400)
+    script = write_script(tmp_path, read_turns())
+    runner, _ = make_runner(script, ws, config_path=config(tmp_path, project_threshold_bytes=100))
+    collect(runner, "go")
+    part = next(p for m in runner.session.messages for p in m.tool_results)
+    return runner, part
+
+
+def test_rewriting_record_and_index_is_still_detected_in_the_session(tmp_path):
+    import hashlib
+
+    runner, part = _one_record(tmp_path)
+    try:
+        store = runner.evidence.store
+        record_file = next(store.root.rglob(f"{part.evidence_id}.json"))
+        data = record_file.read_bytes().replace(b"unique-token-7", b"TAMPERED-tok-7")
+        record_file.chmod(0o600)
+        record_file.write_bytes(data)
+        index = store.root / "index.jsonl"
+        text = index.read_text().replace(part.evidence["sha256"], hashlib.sha256(data).hexdigest())
+        index.write_text(text)
+        with pytest.raises(EvidenceError) as info:
+            runner.evidence_chunk(part.evidence_id)
+        assert info.value.code == "corrupt"
+        reply = execute_line(runner, f"/context evidence read {part.evidence_id}")
+        assert not reply.ok and "TAMPERED" not in (reply.text or "")
+    finally:
+        runner.close()
+
+
+def test_fifo_in_place_of_a_record_fails_fast(tmp_path):
+    import os
+
+    runner, part = _one_record(tmp_path)
+    try:
+        store = runner.evidence.store
+        record_file = next(store.root.rglob(f"{part.evidence_id}.json"))
+        record_file.unlink()
+        os.mkfifo(record_file)
+        with pytest.raises(EvidenceError) as info:
+            store.read_bytes(store.get_reference(part.evidence_id))
+        assert info.value.code == "corrupt"
+    finally:
+        runner.close()
+
+
+def test_damaged_index_field_is_corrupt_not_a_traceback(tmp_path, amos_home):
+    runner, part = _one_record(tmp_path)
+    runner.close()
+    index = next(amos_home.rglob("index.jsonl"))
+    lines = index.read_text().splitlines()
+    lines[-1] = lines[-1].replace(f'"size":{part.evidence["size"]}', '"size":"abc"')
+    index.write_text("\n".join(lines) + "\n")
+    result = cli("evidence", "read", part.evidence_id, "--config", str(tmp_path / "cfg.json"))
+    assert result.exit_code != 0 and result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in (result.stderr or "") and "unreadable entry" in result.stderr
+    rebuilt = cli("evidence", "rebuild", "--config", str(tmp_path / "cfg.json"))
+    assert rebuilt.exit_code == 0 and "indexed 1" in rebuilt.stdout
+
+
+def test_lone_surrogates_and_keys_in_call_arguments_never_break_or_reach_the_session(tmp_path, amos_home,
+                                                                                    monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = write_script(tmp_path, [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "bad\udcffname.txt"}},
+                        {"name": "write_file", "arguments": {"path": "out.txt", "content": f"copy {SECRET}"}}]},
+        {"text": "done"}])
+    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "--config", str(config(tmp_path)),
+                         "--yes", f"remember {SECRET}")
+    assert code == 0 and doc["session_path"], doc
+    for path in amos_home.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_prune_rejects_infinite_days(tmp_path):
+    result = cli("evidence", "prune", "--older-than", "inf", "--config", str(config(tmp_path)))
+    assert result.exit_code == 2 and "finite" in result.stderr

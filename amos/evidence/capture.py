@@ -69,6 +69,7 @@ class EvidenceCapture:
         self.identity = dict(identity)
         self.session_id = session_id
         self.threshold = project_threshold_bytes
+        self.known: Any = None  # id -> the reference the session recorded (set by the host)
 
     @property
     def scope(self) -> EvidenceScope:
@@ -127,7 +128,7 @@ def projection_text(outcome: Any, reference: EvidenceReference, size: int, summa
         "status": outcome.status, "completion": outcome.completion, "effect": outcome.effect,
         "call_id": outcome.call_id, "result_bytes": size,
     }
-    return (f"[projected result — the full result ({size} bytes) is stored as evidence {reference.id}; "
+    return (f"[projected result — the tool's complete result ({size} bytes) is stored as evidence {reference.id}; "
             f"read the exact data with evidence_read {{\"id\": \"{reference.id}\"}}]\n"
             f"{json.dumps(envelope, ensure_ascii=False)}\n{summary}")
 

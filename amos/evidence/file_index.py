@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import secrets
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -75,12 +76,14 @@ class IndexSnapshot:
             EvidenceError: ``corrupt`` (bad header), ``io``.
         """
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise EvidenceError("io", f"cannot open evidence index {path}: {exc}") from None
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise EvidenceError("corrupt", f"the evidence index {path} is not a regular file")
             return cls(path, fd)
         except BaseException:
             os.close(fd)
@@ -216,14 +219,20 @@ def parse_line(path: Path, line: bytes) -> EvidenceMeta:
     """
     try:
         row = json.loads(line)
-        return EvidenceMeta(
+        meta = EvidenceMeta(
             id=row["id"], sha256=row["sha256"], size=row["size"], acknowledgement=row["ack"],
             stored_at=row["stored_at"], tool=row["tool"], call_id=row["call_id"],
             execution_id=row["execution_id"], session_id=row["session_id"],
             status=row["status"], effect=row["effect"], completion=row["completion"],
         )
-    except (ValueError, KeyError, TypeError):
+        meta.reference()  # every field a reference needs must be well formed
+        ok = (type(meta.size) is int and meta.size >= 0 and isinstance(meta.sha256, str)
+              and len(meta.sha256) == 64 and all(c in "0123456789abcdef" for c in meta.sha256))
+    except (ValueError, KeyError, TypeError):  # pydantic's ValidationError is a ValueError
         raise _corrupt(path, "unreadable entry") from None
+    if not ok:
+        raise _corrupt(path, "unreadable entry")
+    return meta
 
 
 def fsync_dir(path: Path) -> None:

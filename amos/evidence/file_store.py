@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -104,7 +105,10 @@ class FileEvidenceStore(StoreCore):
         if self._scope_checked:
             return True
         try:
-            with open(self.root / "scope.json", "rb") as fh:
+            fd = os.open(self.root / "scope.json", os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            with os.fdopen(fd, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    raise EvidenceError("corrupt", f"{self.root / 'scope.json'} is not a regular file")
                 found = fh.read(4096)
         except FileNotFoundError:
             return self.root.is_dir()

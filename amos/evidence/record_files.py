@@ -16,6 +16,7 @@ from amos.evidence import file_index as fi
 from amos.evidence.model import EvidenceError, EvidenceMeta, EvidenceScope
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _REGULAR = 0o100000
 _TYPE_MASK = 0o170000
 
@@ -57,7 +58,7 @@ def read_record_file(path: Path, record_id: str, max_bytes: int) -> bytes:
             ``corrupt`` (not a regular file, a symlink), ``io``.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)  # a FIFO must not block the read
     except FileNotFoundError:
         raise EvidenceError("missing", f"the file of evidence {record_id} is missing") from None
     except OSError as exc:

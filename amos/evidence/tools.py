@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field, model_validator
 
-from amos.evidence.model import EvidenceError, coerce_reference
+from amos.evidence.model import EvidenceError, EvidenceReference, coerce_reference
 from amos.evidence.store import EvidenceStore
 from amos.tools.base import Tool, ToolArgs, ToolContext, ToolFailure
 
@@ -47,12 +48,28 @@ class EvidenceListArgs(ToolArgs):
     limit: int = Field(default=50, ge=1, le=100, description="Entries per page (at most 100).")
 
 
-def evidence_tools(store: EvidenceStore) -> list[Tool]:
-    """``evidence_read`` and ``evidence_list`` bound to ``store``."""
+def evidence_tools(store: EvidenceStore, known: Callable[[str], EvidenceReference | None] | None = None
+                   ) -> list[Tool]:
+    """``evidence_read`` and ``evidence_list`` bound to ``store``.
+
+    Args:
+        store: the scoped store.
+        known: looks up the reference the session itself recorded for an id; when it
+            has one, reads are verified against it too, so rewriting a record *and* its
+            index entry is still detected within the session.
+    """
+
+    def resolve(record_id: str) -> EvidenceReference:
+        ref = store.get_reference(record_id)
+        pinned = known(ref.id) if known is not None else None
+        if pinned is not None and (pinned.sha256, pinned.size) != (ref.sha256, ref.size):
+            raise EvidenceError("corrupt", f"evidence {ref.id} no longer matches the SHA-256 this session "
+                                           "recorded for it")
+        return ref
 
     async def read(args: EvidenceReadArgs, ctx: ToolContext) -> Any:
         def work() -> Any:
-            ref = coerce_reference(args.reference) if args.reference is not None else store.get_reference(args.id)
+            ref = coerce_reference(args.reference) if args.reference is not None else resolve(args.id)
             chunk = store.read_text_chunk(ref, args.offset, args.limit)
             return chunk.to_dict()
 

@@ -162,7 +162,11 @@ def _context_evidence(runner: Any, rest: str, line: str) -> SlashResult:
             if len(tokens) > 2:
                 raise SlashCommandError("/context evidence list takes at most a cursor", usage=EVIDENCE_USAGE)
             page = runner.evidence_page(tokens[1] if len(tokens) > 1 else None)
-            rows = [f"{e.id}  {e.tool:<12} {e.status:<10} {e.size:>9} B  {e.call_id}" for e in page.entries]
+            def safe(value: object) -> str:
+                return "".join(c if c.isprintable() else "?" for c in str(value))
+
+            rows = [f"{safe(e.id)}  {safe(e.tool):<12} {safe(e.status):<10} {e.size:>9} B  {safe(e.call_id)}"
+                    for e in page.entries]
             text = "\n".join(rows) or "no evidence records in this scope"
             if page.next_cursor:
                 text += f"\nmore: /context evidence list {page.next_cursor}"

@@ -4,7 +4,7 @@ Run from the repository root (offline, no key):
 
     python examples/durable_evidence/run.py
 
-1. A scripted model reads a 180 KB log file with evidence enabled. The full result is
+1. A scripted model reads a 215 KB log file with evidence enabled. The full result is
    stored (integrity-checked, 0600) and the model sees only a projection: a summary
    plus the evidence id — the raw text is not in its history.
 2. The session is saved and the runner closed.
