@@ -627,7 +627,37 @@ class AgentRunner(ToolRounds):
         self._emit(ex, Notice(level="warning", text=f"doom loop: this turn runs on the escalation model {model}"))
         return provider
 
+    def _protected_overflow(self, ex: Execution) -> bool:
+        """Stop before dispatch when the request cannot fit and holds protected raw results.
+
+        A raw tool result whose evidence was not stored is never dropped or truncated
+        (issue 6 "Protection"); when the request would exceed ``context.window_tokens``
+        the run stops with an explicit error instead of losing it. Only checked when
+        the window is configured (the model table and compaction are issue 10).
+        """
+        window = getattr(getattr(self.config, "context", None), "window_tokens", None)
+        if not window or self.evidence is None:
+            return False
+        protected = [p for m in self.session.messages for p in m.tool_results if p.protected]
+        if not protected:
+            return False
+        chars = len(self.system_prompt) + sum(len(m.model_dump_json()) for m in self.session.messages)
+        chars += sum(len(str(spec.parameters)) + len(spec.description) for spec in self.tools.specs())
+        estimate = (chars + 3) // 4
+        if estimate <= window:
+            return False
+        ex.record.steps -= 1  # no model call was made
+        ex.stop("provider_error", "context_length",
+                f"the next request (~{estimate} tokens) does not fit the context window of {window} tokens, and it "
+                f"holds {len(protected)} raw tool result(s) whose evidence was not stored "
+                f"({', '.join(p.call_id for p in protected[:5])}); amos will not drop them — repair evidence storage "
+                "and acknowledge them (AgentRunner.acknowledge_tool_evidence), or continue in a new session",
+                {"window_tokens": window, "estimated_tokens": estimate})
+        return True
+
     async def _model_turn(self, ex: Execution) -> tuple[str, list[ToolCallPart]] | None:
+        if self._protected_overflow(ex):
+            return None
         request = build_request(self.system_prompt, self.session.messages, self.tools.specs())
         provider = self._turn_provider(ex)
         text: list[str] = []

@@ -288,3 +288,26 @@ def test_lone_surrogates_and_keys_in_call_arguments_never_break_or_reach_the_ses
 def test_prune_rejects_infinite_days(tmp_path):
     result = cli("evidence", "prune", "--older-than", "inf", "--config", str(config(tmp_path)))
     assert result.exit_code == 2 and "finite" in result.stderr
+
+
+def test_protected_result_that_cannot_fit_stops_the_run_explicitly(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    big_file(ws, lines=3000)
+    (ws / "small.txt").write_text("x\n")
+    script = write_script(tmp_path, [
+        {"tool_calls": [{"id": "s", "name": "read_file", "arguments": {"path": "small.txt"}}]},
+        {"tool_calls": [{"id": "b", "name": "read_file", "arguments": {"path": "big.txt"}}]},
+        {"text": "done"}])
+    cfg = tmp_path / "win.json"
+    cfg.write_text(json.dumps({"evidence": {"enabled": True, "max_records": 1}, "context": {"window_tokens": 8000}}))
+    runner, _ = make_runner(script, ws, config_path=cfg)
+    try:
+        done = finished(collect(runner, "go"))
+        assert (done.receipt.cause, done.receipt.reason) == ("provider_error", "context_length")
+        assert "will not drop" in done.receipt.detail and "b" in done.receipt.detail
+        kept = {p.call_id: p for m in runner.session.messages for p in m.tool_results}["b"]
+        assert kept.protected and "unique-token-0" in kept.content
+        assert done.receipt.steps == done.receipt.usage.model_calls == 2
+    finally:
+        runner.close()
