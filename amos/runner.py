@@ -23,7 +23,7 @@ from typing import Any
 from amos.approvals import apply_decisions, pending_infos
 from amos.context import build_request
 from amos.doom_guard import DoomLoopGuard, doom_notice
-from amos.errors import AmosError, ConfigError, ProviderError, SessionError
+from amos.errors import AmosError, ProviderError, SessionError
 from amos.events import (
     Notice,
     RunEvent,
@@ -33,15 +33,14 @@ from amos.events import (
     TextDelta,
 )
 from amos.evidence.capture import EvidenceCapture
-from amos.evidence.model import EvidenceError, EvidenceReference, coerce_reference
 from amos.execution import Execution, RunSettings, ToolRounds, clean_call, clean_text, mask_text
-from amos.loop_guard import LoopGuard, RoundVerdict, make_packet
 from amos.messages import Message, TextPart, ToolCallPart, Usage
-from amos.policy.loop_policy import LoopPolicy, coerce_policy
-from amos.policy.stop import MAX_OBSERVATIONS, LoopDiagnostics
+from amos.policy.stop import LoopDiagnostics
 from amos.policy.verifiers import CheckerError, run_command_check
 from amos.providers.base import FinishEvent, Provider, TextDeltaEvent, ToolCallEvent
 from amos.receipts import build_receipt
+from amos.runner_evidence import EvidenceDuties
+from amos.runner_policy import PolicyDuties
 from amos.sessions import (
     ExecutionRecord,
     PendingApproval,
@@ -52,11 +51,10 @@ from amos.sessions import (
 from amos.tools.manager import ToolManager
 
 _END = object()
-_UNSET = object()
 log = logging.getLogger("amos.runner")
 
 
-class AgentRunner(ToolRounds):
+class AgentRunner(PolicyDuties, EvidenceDuties, ToolRounds):
     """The managed agent loop over one session.
 
     Build one with :func:`amos.host.open_runner`. Only one run may be active at a
@@ -116,7 +114,6 @@ class AgentRunner(ToolRounds):
         self._task: asyncio.Task | None = None
         self._cancel_requested = False
         self._approvals: dict[str, asyncio.Future] = {}
-        self._policy_override: Any = _UNSET
         self._live: Execution | None = None
 
     # ------------------------------------------------------------------ host API
@@ -221,114 +218,6 @@ class AgentRunner(ToolRounds):
             return self._live_diagnostics(ex)
         return self.session.loop.model_copy(deep=True) if self.session.loop else None
 
-    @property
-    def evidence_enabled(self) -> bool:
-        """True when tool outcomes are stored as evidence (``evidence.enabled``)."""
-        return self.evidence is not None
-
-    def evidence_page(self, after: str | None = None, limit: int = 20) -> Any:
-        """One page of evidence metadata in this session's scope (``EvidencePage``).
-
-        Raises:
-            SessionError: ``no_evidence`` when evidence is off.
-            EvidenceError: a bad cursor or a damaged index.
-        """
-        return self._evidence_store().list(after, limit)
-
-    def evidence_chunk(self, id_or_reference: str, offset: int = 0, limit: int = 4000) -> Any:
-        """A verified chunk of a record's exact JSON (``EvidenceChunk``; offsets in code points).
-
-        Raises:
-            SessionError: ``no_evidence`` when evidence is off.
-            EvidenceError: missing, corrupt (no content is returned), or a bad offset.
-        """
-        store = self._evidence_store()
-        text = id_or_reference.strip()
-        ref = coerce_reference(text) if text.startswith("{") else store.get_reference(text)
-        pinned = self.evidence.known(ref.id) if self.evidence is not None and self.evidence.known else None
-        if pinned is not None and (pinned.sha256, pinned.size) != (ref.sha256, ref.size):
-            raise EvidenceError("corrupt", f"evidence {ref.id} no longer matches the SHA-256 this session "
-                                           "recorded for it")
-        return store.read_text_chunk(ref, offset, limit)
-
-    def _evidence_store(self) -> Any:
-        if self.evidence is None:
-            raise SessionError("no_evidence", "evidence is not enabled (evidence.enabled in the config)")
-        return self.evidence.store
-
-    def acknowledge_tool_evidence(self, call_id: str, reference: Any) -> EvidenceReference:
-        """Host-only recovery after storage was repaired: attach a stored record to a result.
-
-        The record must be in this session's evidence scope, verify (size and hash), and
-        belong to the same call and tool. Only the acknowledgement metadata of the
-        tool result changes; its content stays as it is and no tool runs again
-        (seeds/durable-tool-evidence.txt "Failure and recovery").
-
-        Args:
-            call_id: the call whose raw result is protected.
-            reference: an ``EvidenceReference``, its dict, or a record id.
-
-        Returns:
-            The verified reference.
-
-        Raises:
-            SessionError: ``busy`` while a run is active, ``not_found`` for an unknown
-                call id, ``no_evidence`` when evidence is off.
-            EvidenceError: the record is missing, corrupt, or belongs to another call.
-        """
-        self._ensure_idle()
-        store = self._evidence_store()
-        if isinstance(reference, str) and not reference.lstrip().startswith("{"):
-            ref = store.get_reference(reference)
-        else:
-            ref = coerce_reference(reference)
-        for index, message in enumerate(self.session.messages):
-            for part in message.tool_results:
-                if part.call_id != call_id:
-                    continue
-                record = store.read_record(ref)
-                if record.call_id != call_id or record.tool != part.tool_name:
-                    raise EvidenceError("invalid", f"evidence {ref.id} records {record.tool} ({record.call_id}), "
-                                                   f"not {part.tool_name} ({call_id})")
-                updated = part.model_copy(update={"evidence_id": ref.id, "evidence": ref.model_dump(mode="json"),
-                                                  "evidence_error": None})
-                parts = tuple(updated if p is part else p for p in message.parts)
-                self.session.messages[index] = message.model_copy(update={"parts": parts})
-                if self.autosave:
-                    self.store.save(self.session)  # type: ignore[union-attr]
-                return ref
-        raise SessionError("not_found", f"no tool result with call id {call_id!r} in session {self.session.id}")
-
-    def set_loop_policy(self, policy: Any) -> None:
-        """Override the loop policy for later executions of this runner (host only).
-
-        The override stays in memory: it is never saved with the session, and model
-        output can never install or change it (seeds/loop-policy-bounded-recovery.txt
-        "Examples, AMOS and validation").
-
-        Args:
-            policy: None (explicitly no policy), a ``LoopPolicy``, a ``LoopPolicyConfig``
-                or a JSON object as in spec/config.md ``loop_policy``.
-
-        Raises:
-            SessionError: ``busy`` while a run is active.
-            ConfigError: the policy does not validate, or ``read_only_tools`` names a
-                tool that does not declare effect ``read``.
-        """
-        self._ensure_idle()
-        coerced = coerce_policy(policy)
-        if coerced is not None:
-            try:
-                coerced.check_tools({spec.name: self.tools.effect(spec.name) for spec in self.tools.specs()})
-            except ValueError as exc:
-                raise ConfigError(str(exc), json_path="loop_policy") from None
-        self._policy_override = coerced
-
-    def loop_policy(self) -> LoopPolicy | None:
-        """The loop policy the next execution uses (``--verify`` folded into ``completion``)."""
-        policy = self.settings.loop_policy if self._policy_override is _UNSET else self._policy_override
-        return policy.with_verify(self.settings.verify) if policy is not None else None
-
     def save(self, name: str | None = None) -> Path:
         """Write the session now; ``name`` (optional) becomes its name.
 
@@ -423,74 +312,6 @@ class AgentRunner(ToolRounds):
             ex.detail = f"the run ended on an internal error: {type(exc).__name__}: {exc}"
         finally:
             self._finish(ex)
-
-    # ------------------------------------------------------------------ the loop policy
-
-    async def _start_policy(self, ex: Execution) -> bool:
-        """Capture the policy (and its Python callbacks) for this execution.
-
-        Returns:
-            False when a callback cannot be loaded: the run stops ``checker_error``
-            before any model or tool dispatch.
-        """
-        ex.policy = self.loop_policy()
-        if ex.policy is None:
-            return True
-        try:
-            ex.guard = await LoopGuard.start(ex.policy, workspace=self.workspace, env=self.env,
-                                             record=ex.record, pins=self.session.host.checker_pins)
-        except CheckerError as exc:
-            ex.stop("checker_error", "checker_error", str(exc))
-            return False
-        return True
-
-    def _packet(self, ex: Execution) -> Callable[[], Any]:
-        return make_packet(execution_id=ex.record.execution_id, iteration=ex.record.steps,
-                           output_text=ex.record.output_text, observations=list(ex.record.observations),
-                           workspace=self.workspace)
-
-    def _feedback(self, ex: Execution, verdict: RoundVerdict) -> bool:
-        """Apply a policy verdict: stop, or append labelled host feedback.
-
-        Returns:
-            True when the run stopped.
-        """
-        if verdict.stop is not None:
-            cause, reason, detail = verdict.stop
-            ex.stop(cause, reason, detail)
-            return True
-        if verdict.feedback is not None:
-            assert ex.guard is not None
-            ex.record.recovery_attempts = ex.guard.tracker.recovery_attempts
-            self.session.messages.append(Message.user(verdict.feedback, kind="feedback"))
-            limit = ex.policy.max_recovery_attempts if ex.policy else 0
-            first = verdict.feedback.splitlines()[0].rsplit(": ", 1)[-1].rstrip("]")
-            self._emit(ex, Notice(level="warning", phase="recovering",
-                                  text=f"loop: recovering ({ex.record.recovery_attempts}/{limit}) — {first}"))
-        return False
-
-    async def _after_round(self, ex: Execution) -> bool:
-        """Loop-policy duties after a tool round; True when the run stopped."""
-        if ex.guard is None:
-            return False
-        verdict = await ex.guard.after_round(self._packet(ex))
-        ex.record.progress_changed = ex.guard.tracker.progress_changed
-        return self._feedback(ex, verdict)
-
-    def _live_diagnostics(self, ex: Execution) -> LoopDiagnostics:
-        rec = ex.record
-        guard = ex.guard
-        recovering = bool(self.session.messages and self.session.messages[-1].kind == "feedback" and guard)
-        return LoopDiagnostics(
-            phase="recovering" if recovering else "running", execution_id=rec.execution_id,
-            iterations=rec.steps, recovery_attempts=guard.tracker.recovery_attempts if guard else 0,
-            max_recovery_attempts=ex.policy.max_recovery_attempts if ex.policy else None,
-            completion=rec.completion, doom_loop=self.doom.diagnostics() if self.doom else None,
-            tracked=guard.tracker.counts() if guard else {"observations": len(rec.observations),
-                                                           "max_tracked": None},
-            observations=[o.model_copy() for o in rec.observations[-MAX_OBSERVATIONS:]],
-            observations_truncated=len(rec.observations) > MAX_OBSERVATIONS,
-            policy_enabled=ex.policy is not None)
 
     # ------------------------------------------------------------------ the loop
 
@@ -627,34 +448,6 @@ class AgentRunner(ToolRounds):
         self._emit(ex, Notice(level="warning", text=f"doom loop: this turn runs on the escalation model {model}"))
         return provider
 
-    def _protected_overflow(self, ex: Execution) -> bool:
-        """Stop before dispatch when the request cannot fit and holds protected raw results.
-
-        A raw tool result whose evidence was not stored is never dropped or truncated
-        (issue 6 "Protection"); when the request would exceed ``context.window_tokens``
-        the run stops with an explicit error instead of losing it. Only checked when
-        the window is configured (the model table and compaction are issue 10).
-        """
-        window = getattr(getattr(self.config, "context", None), "window_tokens", None)
-        if not window or self.evidence is None:
-            return False
-        protected = [p for m in self.session.messages for p in m.tool_results if p.protected]
-        if not protected:
-            return False
-        chars = len(self.system_prompt) + sum(len(m.model_dump_json()) for m in self.session.messages)
-        chars += sum(len(str(spec.parameters)) + len(spec.description) for spec in self.tools.specs())
-        estimate = (chars + 3) // 4
-        if estimate <= window:
-            return False
-        ex.record.steps -= 1  # no model call was made
-        ex.stop("provider_error", "context_length",
-                f"the next request (~{estimate} tokens) does not fit the context window of {window} tokens, and it "
-                f"holds {len(protected)} raw tool result(s) whose evidence was not stored "
-                f"({', '.join(p.call_id for p in protected[:5])}); amos will not drop them — repair evidence storage "
-                "and acknowledge them (AgentRunner.acknowledge_tool_evidence), or continue in a new session",
-                {"window_tokens": window, "estimated_tokens": estimate})
-        return True
-
     async def _model_turn(self, ex: Execution) -> tuple[str, list[ToolCallPart]] | None:
         if self._protected_overflow(ex):
             return None
@@ -730,31 +523,6 @@ class AgentRunner(ToolRounds):
             ex.stop("answer", "check_failed",
                     f"the model answered but the completion check `{command}` failed ({result.reason})")
         return True
-
-    async def _complete_with_policy(self, ex: Execution) -> bool:
-        policy, guard = ex.policy, ex.guard
-        assert policy is not None and guard is not None
-        if not policy.completion_configured:
-            ex.stop("answer", "answer_returned", "the model answered; the loop policy has no completion check")
-            return True
-        self._emit(ex, Notice(text="completion check: running the host checks"))
-        before = len(self.session.messages)
-        try:
-            result = await guard.check_completion(list(ex.record.observations), self._packet(ex))
-        except CheckerError as exc:
-            ex.stop("checker_error", "checker_error", str(exc))
-            return True
-        if len(self.session.messages) != before:
-            ex.stop("policy_stop", "state_changed",
-                    "the session changed while the completion check ran, so its verdict cannot confirm")
-            return True
-        ex.record.completion = result
-        if result.complete:
-            self._emit(ex, Notice(phase="complete", text="completion check passed: the host confirmed the work is done"))
-            ex.stop("answer", "completed", "the model answered and every host completion check confirmed")
-            return True
-        self._emit(ex, Notice(level="warning", text=f"completion check: not done — {result.reason}"))
-        return self._feedback(ex, guard.recover_completion(result))
 
     # ------------------------------------------------------------------ finishing
 

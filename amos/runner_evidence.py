@@ -1,0 +1,137 @@
+"""The evidence part of :class:`~amos.runner.AgentRunner` (a mixin).
+
+Host API over the session's evidence scope — list, read (verified against the
+reference the session recorded), acknowledge a repaired record — and the guard that
+stops a run rather than lose a protected raw result (seeds/durable-tool-evidence.txt
+"Failure and recovery"). Uses the runner's ``evidence``, ``session``, ``store``,
+``config``, ``system_prompt``, ``tools`` and ``autosave``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from amos.errors import SessionError
+from amos.evidence.model import EvidenceError, EvidenceReference, coerce_reference
+from amos.execution import Execution
+
+
+class EvidenceDuties:
+    """Evidence host API of the runner."""
+
+    evidence: Any
+    session: Any
+    store: Any
+    config: Any
+    system_prompt: str
+    tools: Any
+    autosave: bool
+
+    def _ensure_idle(self) -> None:  # provided by AgentRunner
+        raise NotImplementedError
+
+    @property
+    def evidence_enabled(self) -> bool:
+        """True when tool outcomes are stored as evidence (``evidence.enabled``)."""
+        return self.evidence is not None
+
+    def evidence_page(self, after: str | None = None, limit: int = 20) -> Any:
+        """One page of evidence metadata in this session's scope (``EvidencePage``).
+
+        Raises:
+            SessionError: ``no_evidence`` when evidence is off.
+            EvidenceError: a bad cursor or a damaged index.
+        """
+        return self._evidence_store().list(after, limit)
+
+    def evidence_chunk(self, id_or_reference: str, offset: int = 0, limit: int = 4000) -> Any:
+        """A verified chunk of a record's exact JSON (``EvidenceChunk``; offsets in code points).
+
+        Raises:
+            SessionError: ``no_evidence`` when evidence is off.
+            EvidenceError: missing, corrupt (no content is returned), or a bad offset.
+        """
+        store = self._evidence_store()
+        text = id_or_reference.strip()
+        ref = coerce_reference(text) if text.startswith("{") else store.get_reference(text)
+        pinned = self.evidence.known(ref.id) if self.evidence is not None and self.evidence.known else None
+        if pinned is not None and (pinned.sha256, pinned.size) != (ref.sha256, ref.size):
+            raise EvidenceError("corrupt", f"evidence {ref.id} no longer matches the SHA-256 this session "
+                                           "recorded for it")
+        return store.read_text_chunk(ref, offset, limit)
+
+    def _evidence_store(self) -> Any:
+        if self.evidence is None:
+            raise SessionError("no_evidence", "evidence is not enabled (evidence.enabled in the config)")
+        return self.evidence.store
+
+    def acknowledge_tool_evidence(self, call_id: str, reference: Any) -> EvidenceReference:
+        """Host-only recovery after storage was repaired: attach a stored record to a result.
+
+        The record must be in this session's evidence scope, verify (size and hash), and
+        belong to the same call and tool. Only the acknowledgement metadata of the
+        tool result changes; its content stays as it is and no tool runs again
+        (seeds/durable-tool-evidence.txt "Failure and recovery").
+
+        Args:
+            call_id: the call whose raw result is protected.
+            reference: an ``EvidenceReference``, its dict, or a record id.
+
+        Returns:
+            The verified reference.
+
+        Raises:
+            SessionError: ``busy`` while a run is active, ``not_found`` for an unknown
+                call id, ``no_evidence`` when evidence is off.
+            EvidenceError: the record is missing, corrupt, or belongs to another call.
+        """
+        self._ensure_idle()
+        store = self._evidence_store()
+        if isinstance(reference, str) and not reference.lstrip().startswith("{"):
+            ref = store.get_reference(reference)
+        else:
+            ref = coerce_reference(reference)
+        for index, message in enumerate(self.session.messages):
+            for part in message.tool_results:
+                if part.call_id != call_id:
+                    continue
+                record = store.read_record(ref)
+                if record.call_id != call_id or record.tool != part.tool_name:
+                    raise EvidenceError("invalid", f"evidence {ref.id} records {record.tool} ({record.call_id}), "
+                                                   f"not {part.tool_name} ({call_id})")
+                updated = part.model_copy(update={"evidence_id": ref.id, "evidence": ref.model_dump(mode="json"),
+                                                  "evidence_error": None})
+                parts = tuple(updated if p is part else p for p in message.parts)
+                self.session.messages[index] = message.model_copy(update={"parts": parts})
+                if self.autosave:
+                    self.store.save(self.session)  # type: ignore[union-attr]
+                return ref
+        raise SessionError("not_found", f"no tool result with call id {call_id!r} in session {self.session.id}")
+
+    def _protected_overflow(self, ex: Execution) -> bool:
+        """Stop before dispatch when the request cannot fit and holds protected raw results.
+
+        A raw tool result whose evidence was not stored is never dropped or truncated
+        (issue 6 "Protection"); when the request would exceed ``context.window_tokens``
+        the run stops with an explicit error instead of losing it. Only checked when
+        the window is configured (the model table and compaction are issue 10).
+        """
+        window = getattr(getattr(self.config, "context", None), "window_tokens", None)
+        if not window or self.evidence is None:
+            return False
+        protected = [p for m in self.session.messages for p in m.tool_results if p.protected]
+        if not protected:
+            return False
+        chars = len(self.system_prompt) + sum(len(m.model_dump_json()) for m in self.session.messages)
+        chars += sum(len(str(spec.parameters)) + len(spec.description) for spec in self.tools.specs())
+        estimate = (chars + 3) // 4
+        if estimate <= window:
+            return False
+        ex.record.steps -= 1  # no model call was made
+        ex.stop("provider_error", "context_length",
+                f"the next request (~{estimate} tokens) does not fit the context window of {window} tokens, and it "
+                f"holds {len(protected)} raw tool result(s) whose evidence was not stored "
+                f"({', '.join(p.call_id for p in protected[:5])}); amos will not drop them — repair evidence storage "
+                "and acknowledge them (AgentRunner.acknowledge_tool_evidence), or continue in a new session",
+                {"window_tokens": window, "estimated_tokens": estimate})
+        return True
