@@ -9,7 +9,13 @@ from contextlib import contextmanager
 from datetime import datetime
 
 from amos.evidence import codec
-from amos.evidence.model import EvidenceError, EvidenceRecord, EvidenceReference, EvidenceScope
+from amos.evidence.model import (
+    EvidenceChunk,
+    EvidenceError,
+    EvidenceRecord,
+    EvidenceReference,
+    EvidenceScope,
+)
 
 DEFAULT_MAX_RECORDS = 100_000
 DEFAULT_MAX_RECORD_BYTES = 8 * 1024 * 1024
@@ -132,3 +138,16 @@ class StoreCore:
         if older_than_days < 0:
             raise EvidenceError("invalid", "older_than_days must be >= 0")
         return codec.time_key(self._moment_ms(now) - codec.days_to_ms(older_than_days) + 1)
+
+    def read_bytes(self, ref: EvidenceReference) -> bytes:  # implemented by each store
+        raise NotImplementedError
+
+    def read_record(self, ref: EvidenceReference) -> EvidenceRecord:
+        """The verified record; see the protocol."""
+        return codec.decode_record(self.read_bytes(ref), ref.id, self.scope)
+
+    def read_text_chunk(
+        self, ref: EvidenceReference, offset: int = 0, limit: int = DEFAULT_CHUNK_CHARS
+    ) -> EvidenceChunk:
+        """A verified chunk of the record's JSON text; see the protocol."""
+        return codec.text_chunk(ref.id, self.read_bytes(ref), offset, limit)

@@ -34,9 +34,8 @@ from filelock import FileLock, Timeout
 from amos.evidence import codec
 from amos.evidence import file_index as fi
 from amos.evidence import record_files as rf
-from amos.evidence.common import DEFAULT_CHUNK_CHARS, DEFAULT_PAGE_LIMIT, StoreCore
+from amos.evidence.common import DEFAULT_PAGE_LIMIT, StoreCore
 from amos.evidence.model import (
-    EvidenceChunk,
     EvidenceError,
     EvidenceMeta,
     EvidencePage,
@@ -321,16 +320,6 @@ class FileEvidenceStore(StoreCore):
                                        self.max_record_bytes)
             codec.verify(data, ref)
             return data
-
-    def read_record(self, ref: EvidenceReference) -> EvidenceRecord:
-        """The verified record; see the protocol."""
-        return codec.decode_record(self.read_bytes(ref), ref.id, self.scope)
-
-    def read_text_chunk(
-        self, ref: EvidenceReference, offset: int = 0, limit: int = DEFAULT_CHUNK_CHARS
-    ) -> EvidenceChunk:
-        """A verified chunk of the record's JSON text; see the protocol."""
-        return codec.text_chunk(ref.id, self.read_bytes(ref), offset, limit)
 
     def list(
         self, after: str | None = None, limit: int = DEFAULT_PAGE_LIMIT,

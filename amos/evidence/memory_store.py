@@ -14,9 +14,8 @@ from contextlib import contextmanager
 from datetime import datetime
 
 from amos.evidence import codec
-from amos.evidence.common import DEFAULT_CHUNK_CHARS, DEFAULT_PAGE_LIMIT, StoreCore
+from amos.evidence.common import DEFAULT_PAGE_LIMIT, StoreCore
 from amos.evidence.model import (
-    EvidenceChunk,
     EvidenceError,
     EvidenceMeta,
     EvidencePage,
@@ -114,16 +113,6 @@ class InMemoryEvidenceStore(StoreCore):
             data = self._row(ref.id)[1]
             codec.verify(data, ref)
             return data
-
-    def read_record(self, ref: EvidenceReference) -> EvidenceRecord:
-        """The verified record; see the protocol."""
-        return codec.decode_record(self.read_bytes(ref), ref.id, self.scope)
-
-    def read_text_chunk(
-        self, ref: EvidenceReference, offset: int = 0, limit: int = DEFAULT_CHUNK_CHARS
-    ) -> EvidenceChunk:
-        """A verified chunk of the record's JSON text; see the protocol."""
-        return codec.text_chunk(ref.id, self.read_bytes(ref), offset, limit)
 
     def list(
         self, after: str | None = None, limit: int = DEFAULT_PAGE_LIMIT,
