@@ -76,7 +76,10 @@ def list_evidence(
         typer.echo(json.dumps(page.to_dict(), ensure_ascii=False))
         return
     if not page.entries:
-        typer.echo("no evidence records")
+        records = getattr(store, "records_dir", None)
+        orphaned = after is None and records is not None and records.is_dir() and any(records.iterdir())
+        typer.echo("no evidence records" + (" in the index, but record files exist: run `amos evidence rebuild`"
+                                            if orphaned else ""))
         return
     typer.echo(f"{'ID':<36}  {'STORED (UTC)':<19}  {'TOOL':<14}  {'STATUS':<10}  {'BYTES':>9}  CALL")
     for e in page.entries:
