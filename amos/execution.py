@@ -11,6 +11,7 @@ every outcome so the history stays valid for every provider.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -145,10 +146,16 @@ def clean_call(call: ToolCallPart, secrets: tuple[str, ...]) -> ToolCallPart:
             if cleaned != value:
                 update[name] = cleaned
     try:
-        arguments = _clean_value(call.arguments, secrets)
+        cleaned_args = _clean_value(call.arguments, ())
+        arguments = _clean_value(cleaned_args, secrets)
     except RecursionError:
-        arguments = call.arguments
-    if arguments != call.arguments:
+        cleaned_args = arguments = call.arguments
+    if cleaned_args != call.arguments:
+        # lone surrogates: running the call with "?" substituted would act on something the
+        # model did not name (another path); it fails as invalid arguments instead
+        update["arguments"] = None
+        update["raw_arguments"] = json.dumps(arguments, ensure_ascii=False)
+    elif arguments != call.arguments:
         update["arguments"] = arguments
     return call.model_copy(update=update) if update else call
 

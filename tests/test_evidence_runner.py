@@ -311,3 +311,18 @@ def test_protected_result_that_cannot_fit_stops_the_run_explicitly(tmp_path):
         assert done.receipt.steps == done.receipt.usage.model_calls == 2
     finally:
         runner.close()
+
+
+def test_call_with_lone_surrogates_fails_instead_of_acting_on_another_path(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = write_script(tmp_path, [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "bad\udcffname", "content": "x"}}]},
+        {"text": "done"}])
+    runner, _ = make_runner(script, ws, yes=True)
+    try:
+        done = finished(collect(runner, "go"))
+    finally:
+        runner.close()
+    assert done.tool_calls[0]["status"] == "failed"
+    assert not any(ws.iterdir())  # nothing was written under a substituted name

@@ -367,13 +367,13 @@ def _json_type(value: Any) -> str:
 
 
 def _invalid_json_message(name: str, raw: str) -> str:
-    reason = ""
+    reason = " (they held text that is not valid Unicode, e.g. a lone surrogate, which was replaced by '?')"
     try:
         json.loads(raw)
     except json.JSONDecodeError as exc:
         reason = f" ({exc.msg} at character {exc.pos})"
     except (TypeError, ValueError):
-        pass
+        reason = ""
     except RecursionError:
         reason = " (nested too deeply)"
     shown = raw[:RAW_ARGUMENTS_SHOWN] + ("…" if len(raw) > RAW_ARGUMENTS_SHOWN else "")
