@@ -488,7 +488,8 @@ class AgentRunner(PolicyDuties, EvidenceDuties, ToolRounds):
         joined = mask_text("".join(text), self.settings.secrets)
         parts: list[Any] = [TextPart(text=joined)] if joined else []
         parts.extend(calls)
-        self.session.messages.append(Message(role="assistant", kind="turn", parts=tuple(parts)))
+        self.session.messages.append(Message(role="assistant", kind="turn", parts=tuple(parts),
+                                             provider_details=finish.provider_details or None))
         ex.record.output_text = joined
         ex.finish_detail = finish.refusal or finish.detail
         ex.open_calls = list(calls)

@@ -124,3 +124,28 @@ def test_model_switch_in_a_session_sends_the_scripted_history_to_anthropic(tmp_p
     assert ANTHROPIC_ID.match(use["id"]) and result["tool_use_id"] == use["id"]
     assert "alpha" in json.dumps(result["content"])
     assert body["messages"][-1]["role"] == "user" and "and now?" in json.dumps(body["messages"][-1])
+
+
+def test_gemini_text_only_turn_keeps_its_thought_signature():
+    import base64
+
+    from amos.providers.base import FinishEvent, TextDeltaEvent
+
+    chunk = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Hello.", "thoughtSignature":
+                                                                      base64.b64encode(b"sig-one").decode()}]},
+                             "finishReason": "STOP"}],
+             "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 2, "totalTokenCount": 7}}
+    body = f"data: {json.dumps(chunk)}\r\n\r\n".encode()
+    question = Message.user("hi")
+    events, _ = run_provider("google", body, [question])
+    finish = next(e for e in events if isinstance(e, FinishEvent))
+    text = "".join(e.text for e in events if isinstance(e, TextDeltaEvent))
+    from amos.messages import TextPart
+
+    assistant = Message(role="assistant", kind="turn", parts=(TextPart(text=text),),
+                        provider_details=finish.provider_details)
+    _, sent = run_provider("google", (FIXTURES / "gemini/response_turn2_text.sse").read_bytes(),
+                           [question, assistant, Message.user("and?")])
+    part = sent["contents"][1]["parts"][0]
+    signature = part["thoughtSignature"]
+    assert base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4)) == b"sig-one"

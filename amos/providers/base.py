@@ -63,12 +63,15 @@ class FinishEvent:
         usage: usage the provider reported (or estimated), ``model_calls`` = 1.
         refusal: refusal text when the model refused.
         detail: the provider's own finish reason or error text, for the stop receipt.
+        provider_details: provider leftovers for the whole assistant turn (stored on its
+            message under the provider's key, e.g. Gemini text-part signatures).
     """
 
     finish_reason: FinishReason
     usage: Usage = field(default_factory=Usage)
     refusal: str | None = None
     detail: str | None = None
+    provider_details: dict | None = None
 
 
 ProviderEvent = TextDeltaEvent | ToolCallEvent | FinishEvent

@@ -459,7 +459,9 @@ class StreamState:
         if reason is None:
             return FinishEvent("error", usage, detail="the Gemini stream ended without a finish reason")
         if reason == "STOP":
-            return FinishEvent("tool_calls" if self._calls else "stop", usage)
+            layout = None if self._calls else self._layout()
+            return FinishEvent("tool_calls" if self._calls else "stop", usage,
+                               provider_details=with_details(PROVIDER, {"text_parts": layout}) if layout else None)
         if reason == "MAX_TOKENS":
             return FinishEvent("length", usage, detail=reason)
         if reason in _FILTERED:
