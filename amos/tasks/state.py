@@ -27,7 +27,6 @@ from amos.tasks.model import (
     LifecycleBinding,
     LifecycleView,
     Note,
-    NoteInput,
     PruneInput,
     TaskBook,
     TaskLimits,

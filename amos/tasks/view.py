@@ -13,14 +13,13 @@ Pure code: no I/O and no import-time side effects.
 from __future__ import annotations
 
 import json
-import math
 
 from amos.tasks.model import TERMINAL_CONFIRMATIONS, ActionReceipt, Note, Source, TaskBook
 
-__all__ = ["TOKEN_MARGIN", "estimate_tokens", "render_view"]
+__all__ = ["TOKEN_MARGIN_PERCENT", "estimate_tokens", "render_view"]
 
-TOKEN_MARGIN = 1.1
-"""Multiplier over the UTF-8 bytes / 4 estimate (a 10% safety margin)."""
+TOKEN_MARGIN_PERCENT = 10
+"""Safety margin over the UTF-8 bytes / 4 estimate, percent."""
 TOKEN_OVERHEAD = 8
 """Tokens added for the section's framing in a request."""
 
@@ -42,12 +41,19 @@ _HOST_SECTIONS = (
 
 
 def estimate_tokens(text: str) -> int:
-    """Estimated tokens of ``text``: UTF-8 bytes / 4 with :data:`TOKEN_MARGIN`, plus overhead.
+    """Estimated tokens of ``text``: UTF-8 bytes / 4 plus :data:`TOKEN_MARGIN_PERCENT`.
 
     For ASCII this is characters / 4 plus 10%; non-ASCII text counts more, which
-    errs on the safe side. Args: text: the rendered view. Returns: tokens (int ≥ 8).
+    errs on the safe side.
+
+    Args:
+        text: the rendered view.
+
+    Returns:
+        ``ceil(bytes * 1.1 / 4) + TOKEN_OVERHEAD`` tokens (integer arithmetic).
     """
-    return math.ceil(len(text.encode("utf-8")) / 4 * TOKEN_MARGIN) + TOKEN_OVERHEAD
+    scaled = len(text.encode("utf-8")) * (100 + TOKEN_MARGIN_PERCENT)
+    return -(-scaled // 400) + TOKEN_OVERHEAD
 
 
 def render_view(book: TaskBook) -> str:
