@@ -131,6 +131,33 @@ def _policy_hash(config: Any) -> str:
     return "sha256:" + fingerprint_key_material(data)
 
 
+def _task_state(config: Any, session: Any) -> Any:
+    """The session's task notebook when ``task_state.enabled`` (else None).
+
+    The whole snapshot is validated before anything in the session changes.
+
+    Raises:
+        ConfigError: the snapshot belongs to another owner, scope or task, or is
+            invalid (``TASK_STATE_SCOPE`` / ``TASK_STATE_INVALID``); with evidence
+            enabled, the task owner differs from the evidence owner.
+    """
+    if not config.task_state.enabled:
+        return None
+    from amos.evidence.model import local_user_name
+    from amos.tasks import TaskState, TaskStateError, binding_from_config
+
+    binding = binding_from_config(config.task_state, session_id=session.id, local_user=local_user_name())
+    if config.evidence.enabled:
+        owner = config.evidence.scope.owner_id or local_user_name()
+        if owner != binding["scope"].owner_id:
+            raise ConfigError(f"task_state.owner_id {binding['scope'].owner_id!r} must match the evidence owner "
+                              f"{owner!r}", json_path="task_state.owner_id")
+    try:
+        return TaskState.restore(session.task_state, **binding)
+    except TaskStateError as exc:
+        raise ConfigError(f"{exc.code}: session {session.id}: {exc}", json_path="task_state") from None
+
+
 def _evidence(config: Any, session: Any) -> tuple[Any, list]:
     """Evidence capture and the retrieval tools when ``evidence.enabled`` (else ``(None, [])``).
 
@@ -294,6 +321,7 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
                 raise ConfigError(f"escalation model is not usable: {exc}",
                                   json_path="doom_loop.escalation.model") from None
         capture, extra_tools = _evidence(config, session)
+        tasks = _task_state(config, session)
         tools = ToolManager(
             builtin_tools() + extra_tools,
             permissions=permissions,
@@ -349,6 +377,7 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
             config=config,
             doom=DoomLoopGuard.from_config(config.doom_loop, session.doom_loop) if config.doom_loop else None,
             evidence=capture,
+            tasks=tasks,
         )
     except BaseException:
         if lock is not None:

@@ -75,6 +75,8 @@ class AgentRunner(PolicyDuties, EvidenceDuties, ToolRounds):
         config: the loaded config, for ``/policy`` and ``/tools``.
         doom: doom-loop detection (None when ``doom_loop`` is off).
         evidence: evidence capture (None when ``evidence.enabled`` is false).
+        tasks: the host-owned task notebook (None when ``task_state.enabled`` is false);
+            its view is part of the instructions of every model request.
     """
 
     def __init__(
@@ -95,6 +97,7 @@ class AgentRunner(PolicyDuties, EvidenceDuties, ToolRounds):
         on_close: Iterable[Callable[[], None]] = (),
         doom: DoomLoopGuard | None = None,
         evidence: EvidenceCapture | None = None,
+        tasks: Any = None,
     ):
         self.session = session
         self.store = store
@@ -108,6 +111,7 @@ class AgentRunner(PolicyDuties, EvidenceDuties, ToolRounds):
         self.config = config
         self.doom = doom
         self.evidence = evidence
+        self.tasks = tasks
         self._provider_factory = provider_factory
         self._lock = lock
         self._on_close = list(on_close)
@@ -142,6 +146,36 @@ class AgentRunner(PolicyDuties, EvidenceDuties, ToolRounds):
     def autosave(self) -> bool:
         """Whether the session is saved automatically (``sessions.autosave`` and not ``--no-save``)."""
         return self.store is not None and self.settings.autosave
+
+    def request_system_prompt(self) -> str:
+        """The instructions of the next model request: the system prompt plus, with task
+        state enabled, the current task view (rebuilt from the notebook every time, so it
+        is always present and current at dispatch; never compacted)."""
+        if self.tasks is None:
+            return self.system_prompt
+        return f"{self.system_prompt}\n\n{self.tasks.view()}"
+
+    def update_tasks(self, operation: Callable[[Any], Any]) -> Any:
+        """Apply one host operation to the task notebook and save the session.
+
+        Args:
+            operation: ``fn(task_state) -> result`` calling one revision-checked method.
+
+        Returns:
+            What ``operation`` returned.
+
+        Raises:
+            SessionError: ``busy`` while a run executes, ``no_task_state`` when disabled.
+            TaskStateError: the operation failed (nothing changed).
+        """
+        self._ensure_idle()
+        if self.tasks is None:
+            raise SessionError("no_task_state", "task state is not enabled (task_state.enabled in the config)")
+        result = operation(self.tasks)
+        self.session.task_state = self.tasks.to_snapshot()
+        if self.store is not None:
+            self.store.save(self.session)
+        return result
 
     def summarize_call(self, call: ToolCallPart) -> str:
         """A one-line summary of a tool call for display (never raises)."""
@@ -451,7 +485,7 @@ class AgentRunner(PolicyDuties, EvidenceDuties, ToolRounds):
     async def _model_turn(self, ex: Execution) -> tuple[str, list[ToolCallPart]] | None:
         if self._protected_overflow(ex):
             return None
-        request = build_request(self.system_prompt, self.session.messages, self.tools.specs())
+        request = build_request(self.request_system_prompt(), self.session.messages, self.tools.specs())
         provider = self._turn_provider(ex)
         text: list[str] = []
         calls: list[ToolCallPart] = []
@@ -551,6 +585,8 @@ class AgentRunner(PolicyDuties, EvidenceDuties, ToolRounds):
                 loop = loop.model_copy(update={"doom_loop": self.doom.diagnostics()})
             self.session.loop = loop
             self.session.last_stop = receipt
+            if self.tasks is not None:
+                self.session.task_state = self.tasks.to_snapshot()
             self.session.usage.add(Usage(**{
                 name: getattr(rec.usage, name) - getattr(ex.usage_at_start, name)
                 for name in Usage.model_fields}))

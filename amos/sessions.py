@@ -139,6 +139,7 @@ class Session(_Model):
     ``evidence_scope`` is the evidence scope the session's records belong to (a session
     cannot be opened under another scope) and ``evidence_recent`` a bounded index of its
     latest evidence receipts (``{call_id, tool, id, status, stored}``), newest last.
+    ``task_state`` is the host-owned task notebook's versioned snapshot (None: none yet).
     """
 
     version: int = SESSION_VERSION
@@ -157,6 +158,7 @@ class Session(_Model):
     doom_loop: Any = None
     evidence_scope: dict[str, Any] | None = None
     evidence_recent: list[dict[str, Any]] = Field(default_factory=list)
+    task_state: dict[str, Any] | None = None
 
 
 class SessionSummary(_Model):

@@ -108,9 +108,17 @@ def _context(runner: Any, rest: str, line: str) -> SlashResult:
             raise SlashCommandError("/context loop takes no arguments", usage="/context loop")
         return _context_loop(runner, line)
     if sub == "task":
-        return _failed(line, "TASK_STATE_DISABLED",
-                       "task state is not enabled; set \"task_state\": {\"enabled\": true} in the config "
-                       "(`amos config path` shows where) to use /context task")
+        if getattr(runner, "tasks", None) is None:
+            return _failed(line, "TASK_STATE_DISABLED",
+                           "task state is not enabled; set \"task_state\": {\"enabled\": true} in the config "
+                           "(`amos config path` shows where) to use /context task")
+        from amos.slash import tasks as task_commands
+
+        words, more = split_tokens(remainder, 1, rest=True)
+        ok, data, text = task_commands.run(runner, words[0] if words else "", more)
+        if not ok:
+            return SlashResult(command=line, ok=False, error=data, text=text)
+        return SlashResult(command=line, result=data, text=text)
     if sub == "evidence":
         if not runner.evidence_enabled:
             return _failed(line, "EVIDENCE_DISABLED",

@@ -1,0 +1,124 @@
+"""``/context task …``: the host edits the task notebook (spec/slash-commands.md).
+
+Every edit names the revision it expects (``REV``), runs as one revision-checked
+transaction through :meth:`AgentRunner.update_tasks` and is refused while a run
+executes. Errors carry their ``TASK_STATE_*`` code; a failed command changes nothing.
+Model text never reaches this module — only a person's typed line does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from amos.errors import SessionError, SlashCommandError
+from amos.slash.parser import split_tokens
+
+USAGES = {
+    "add": "/context task add REV CATEGORY ID TEXT…",
+    "correct": "/context task correct REV OLD_ID NEW_ID TEXT…",
+    "resolve": "/context task resolve REV ID",
+    "prune": "/context task prune REV ID…",
+    "resolve-prune": "/context task resolve-prune REV ID…",
+    "prune-action": "/context task prune-action REV EXECUTION_ID…",
+    "confirm-prune": "/context task confirm-prune REV EXECUTION_ID STATUS PROOF…",
+}
+USAGE = "/context task [" + " | ".join(USAGES) + "] …"
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+def _revision(token: str | None, usage: str) -> int:
+    if token is None:
+        raise SlashCommandError("the expected revision REV is missing (see /context task for the current one)",
+                                usage=usage)
+    if not token.isascii() or not token.isdigit():
+        raise SlashCommandError(f"REV must be a whole number, not {token!r}", usage=usage)
+    return int(token)
+
+
+def _source(command: str) -> dict[str, str]:
+    return {"label": f"host command /context task {command}"}
+
+
+def plan(sub: str, rest: str) -> Callable[[Any], Any]:
+    """The notebook operation a ``/context task SUB …`` line asks for.
+
+    Raises:
+        SlashCommandError: unknown sub-command or bad arguments (usage attached).
+    """
+    usage = USAGES.get(sub)
+    if usage is None:
+        raise SlashCommandError(f"unknown /context task command {sub!r}", usage=USAGE)
+    if sub == "add":
+        (rev, category, note_id), text = _fixed(rest, 3, usage, text=True)
+        r = _revision(rev, usage)
+        return lambda t: t.update_host({"notes": [{"id": note_id, "category": category, "text": text,
+                                                   "source": _source("add")}]}, r)
+    if sub == "correct":
+        (rev, old, new), text = _fixed(rest, 3, usage, text=True)
+        r = _revision(rev, usage)
+
+        def correct(t: Any) -> Any:
+            note = t.note(old)
+            if note is None:
+                from amos.tasks import TaskStateError
+
+                raise TaskStateError("TASK_STATE_INVALID", f"no note {old!r} to correct")
+            category = note.category if hasattr(note, "category") else note["category"]
+            return t.update_host({"notes": [{"id": new, "category": category, "text": text, "supersedes": old,
+                                             "source": _source("correct")}]}, r)
+        return correct
+    if sub == "resolve":
+        (rev, note_id), _ = _fixed(rest, 2, usage)
+        r = _revision(rev, usage)
+        return lambda t: t.update_host({"resolve": [note_id]}, r)
+    if sub == "confirm-prune":
+        (rev, execution_id, status), proof = _fixed(rest, 3, usage, text=True)
+        r = _revision(rev, usage)
+        if status not in TERMINAL:
+            raise SlashCommandError(f"STATUS must be one of {', '.join(TERMINAL)}, not {status!r}", usage=usage)
+        return lambda t: t.update_host({"confirm_actions": [{"execution_id": execution_id, "status": status,
+                                                             "source": {"label": proof}}],
+                                        "prune": {"execution_ids": [execution_id]}}, r)
+    tokens, _ = split_tokens(rest, 10_000)
+    if len(tokens) < 2:
+        raise SlashCommandError("give REV and at least one id", usage=usage)
+    r = _revision(tokens[0], usage)
+    ids = tokens[1:]
+    if sub == "prune":
+        return lambda t: t.prune_resolved(ids, [], r)
+    if sub == "resolve-prune":
+        return lambda t: t.update_host({"resolve": ids, "prune": {"note_ids": ids}}, r)
+    return lambda t: t.prune_resolved([], ids, r)  # prune-action
+
+
+def _fixed(rest: str, count: int, usage: str, *, text: bool = False) -> tuple[list[str], str]:
+    tokens, remainder = split_tokens(rest, count, rest=True)
+    if len(tokens) < count or (text and not remainder.strip()):
+        raise SlashCommandError("missing arguments", usage=usage)
+    if not text and remainder.strip():
+        raise SlashCommandError(f"unexpected extra arguments {remainder.strip()!r}", usage=usage)
+    return tokens, remainder.strip()
+
+
+def run(runner: Any, sub: str, rest: str) -> tuple[bool, dict[str, Any], str]:
+    """Run one ``/context task`` line: ``(ok, result or error, text)``.
+
+    Raises:
+        SlashCommandError: bad arguments (nothing changed).
+    """
+    from amos.tasks import TaskStateError
+
+    tasks = runner.tasks
+    if not sub:
+        return True, {"revision": tasks.revision, "view": tasks.view()}, \
+            f"revision {tasks.revision}\n{tasks.view()}"
+    operation = plan(sub, rest)
+    try:
+        runner.update_tasks(operation)
+    except TaskStateError as exc:
+        return False, {"code": exc.code, "message": str(exc)}, str(exc)
+    except SessionError as exc:
+        return False, {"code": f"SESSION_{exc.code.upper()}", "message": str(exc)}, str(exc)
+    return True, {"revision": tasks.revision, "view": tasks.view()}, \
+        f"ok — revision {tasks.revision}\n{tasks.view()}"
