@@ -97,3 +97,16 @@ def test_ambiguous_evidence():
     assert "status=timed_out completion=unknown" in lines[0]
     assert lines[1].startswith("2. UNCERTAIN (policy_stop/uncertain_effect) after 1 model call")
     assert lines[2] == "3. deploy started 1 time(s)"
+
+
+def test_task_state():
+    lines = _run_example("task_state")
+    assert lines[1] == "2. proposal recorded: UNCONFIRMED"
+    assert lines[3] == "4. another process sees: waiting_external"
+    assert lines[4].endswith(": True")
+
+
+def test_amos_task_state():
+    lines = _run_example("amos_task_state")
+    assert lines[1].endswith("TASK_STATE_CONFLICT") and lines[3].endswith("revision 3")
+    assert lines[4].startswith("5. next run ANSWERED") and lines[5].endswith("True")
