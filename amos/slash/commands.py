@@ -64,6 +64,8 @@ class Command:
     usage: str
     summary: str
     handler: Callable[[Any, str, str], SlashResult] = field(repr=False)
+    details: str = ""
+    """Every form of the command, shown by ``/help NAME``."""
 
 
 def _failed(line: str, code: str, message: str) -> SlashResult:
@@ -84,8 +86,9 @@ def _help(runner: Any, rest: str, line: str) -> SlashResult:
         cmd = COMMANDS.get(name)
         if cmd is None:
             raise SlashCommandError(f"unknown command /{name}; /help lists commands", usage=COMMANDS["help"].usage)
-        return SlashResult(command=line, result={"usage": cmd.usage, "summary": cmd.summary},
-                           text=f"{cmd.usage}\n  {cmd.summary}")
+        text = f"{cmd.usage}\n  {cmd.summary}" + (f"\n\n{cmd.details}" if cmd.details else "")
+        return SlashResult(command=line, result={"usage": cmd.usage, "summary": cmd.summary,
+                                                 "details": cmd.details or None}, text=text)
     rows = [{"usage": c.usage, "summary": c.summary} for c in COMMANDS.values()]
     width = max(len(r["usage"]) for r in rows)
     text = "\n".join(f"{r['usage']:<{width}}  {r['summary']}" for r in rows)
@@ -330,7 +333,20 @@ def _quit(runner: Any, rest: str, line: str) -> SlashResult:
 COMMANDS: dict[str, Command] = {c.name: c for c in [
     Command("help", "/help [command]", "list commands, or one command's usage", _help),
     Command("context", "/context [loop | task … | evidence …]",
-            "overview: model, context estimate, usage; /context loop shows loop diagnostics", _context),
+            "overview: model, context estimate, usage; /context loop shows loop diagnostics", _context,
+            details=("/context loop\n"
+                     "/context task                                   the task view and its revision\n"
+                     "/context task add REV CATEGORY ID TEXT…          CATEGORY: objective constraint decision "
+                     "question artifact\n"
+                     "/context task correct REV OLD_ID NEW_ID TEXT…\n"
+                     "/context task resolve REV ID\n"
+                     "/context task prune REV ID…                      resolved or superseded notes\n"
+                     "/context task resolve-prune REV ID…\n"
+                     "/context task prune-action REV EXECUTION_ID…\n"
+                     "/context task confirm-prune REV EXECUTION_ID STATUS PROOF…   STATUS: completed failed "
+                     "cancelled\n"
+                     "/context evidence [list [AFTER]]\n"
+                     "/context evidence read ID [OFFSET]")),
     Command("compact", "/compact [INSTRUCTIONS]", "summarise older turns to free context",
             _not_available("/compact", "compaction arrives with the context-window capability")),
     Command("session", "/session save [NAME] | load [ID_OR_NAME] | list | checkpoints | restore N",
