@@ -117,7 +117,7 @@ def run(runner: Any, sub: str, rest: str) -> tuple[bool, dict[str, Any], str]:
     try:
         runner.update_tasks(operation)
     except TaskStateError as exc:
-        return False, {"code": exc.code, "message": str(exc)}, str(exc)
+        return False, {"code": exc.code, "message": str(exc)}, f"{exc.code}: {exc}"
     except SessionError as exc:
         return False, {"code": f"SESSION_{exc.code.upper()}", "message": str(exc)}, str(exc)
     return True, {"revision": tasks.revision, "view": tasks.view()}, \
