@@ -145,7 +145,9 @@ def _context(runner: Any, rest: str, line: str) -> SlashResult:
         "usage": usage,
         "loop": {"phase": diag.phase, "reason": diag.reason} if diag else None,
         "last_verdict": runner.session.last_stop.verdict if runner.session.last_stop else None,
-        "task_state": {"enabled": bool(config and config.task_state.enabled)},
+        "task_state": ({"enabled": True, "revision": runner.tasks.revision, "notes": len(runner.tasks.notes),
+                        "actions": len(runner.tasks.actions)}
+                       if getattr(runner, "tasks", None) is not None else {"enabled": False}),
         "evidence": {"enabled": bool(config and config.evidence.enabled),
                      "recent": len(runner.session.evidence_recent),
                      "unstored": sum(1 for r in runner.session.evidence_recent if not r.get("stored"))},
@@ -156,6 +158,13 @@ def _context(runner: Any, rest: str, line: str) -> SlashResult:
             f"{usage['model_calls']} model calls\n"
             f"loop {data['loop']['phase'] + ' (' + str(data['loop']['reason']) + ')' if diag else 'no run yet'}"
             f"  ·  last verdict {data['last_verdict'] or '-'}")
+    task = data["task_state"]
+    if task["enabled"]:
+        text += f"\ntask state revision {task['revision']}: {task['notes']} notes, {task['actions']} action receipts"
+    ev = data["evidence"]
+    if ev["enabled"]:
+        text += f"\nevidence: {ev['recent']} recent receipts" + (f", {ev['unstored']} NOT stored" if ev["unstored"]
+                                                                   else "")
     return SlashResult(command=line, result=data, text=text)
 
 
