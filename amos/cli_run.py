@@ -243,8 +243,8 @@ def _run_slash(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
         else:
             print(f"amos: {exc}" + (f"\nusage: {exc.usage}" if exc.usage else ""), file=sys.stderr)
         return 2
-    if runner.store is not None:
-        runner.save()
+    if runner.store is not None and result.ok:
+        runner.save()  # a failed command changes nothing, not even the session's updated_at
     if json_out:
         print(json.dumps(result.to_json(runner.session_id), ensure_ascii=False, default=str), file=_out())
     elif result.ok:

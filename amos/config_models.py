@@ -23,6 +23,7 @@ from pydantic import (
     PlainSerializer,
     PlainValidator,
     field_validator,
+    model_validator,
 )
 
 from amos.errors import ConfigError
@@ -394,12 +395,25 @@ class EvidenceConfig(_Model):
     """Records older than this may be pruned, days; null keeps them."""
 
 
+_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}")
+
+
+def _check_task_id(value: str) -> str:
+    if not _TASK_ID.fullmatch(value):
+        raise ValueError("must be 1-128 characters: letters, digits and . _ : @ / + - (starting with a letter "
+                         "or digit)")
+    return value
+
+
+TaskId = Annotated[str, AfterValidator(_check_task_id)]
+
+
 class TaskStateConfig(_Model):
     """Host-owned task notes (seeds/protected-task-state)."""
 
     enabled: bool = False
     """Keep a task-state notebook."""
-    task_id: Text | None = None
+    task_id: TaskId | None = None
     """Task id; null means the session id."""
     owner_id: Text | None = None
     """Owner; null means the local user name (must match the evidence owner)."""
@@ -483,6 +497,16 @@ class AmosConfig(_Model):
         if not isinstance(value, dict | DoomLoopConfig):
             raise ValueError("must be null, false, true or an object")
         return value
+
+    @model_validator(mode="after")
+    def _owners_match(self) -> AmosConfig:
+        task_owner = self.task_state.owner_id
+        evidence_owner = self.evidence.scope.owner_id
+        if (self.task_state.enabled and self.evidence.enabled and task_owner and evidence_owner
+                and task_owner != evidence_owner):
+            raise ValueError(f"task_state.owner_id {task_owner!r} must match evidence.scope.owner_id "
+                             f"{evidence_owner!r} when both are enabled")
+        return self
 
 
 def default_config() -> AmosConfig:

@@ -150,12 +150,23 @@ def _task_state(config: Any, session: Any) -> Any:
     if config.evidence.enabled:
         owner = config.evidence.scope.owner_id or local_user_name()
         if owner != binding["scope"].owner_id:
-            raise ConfigError(f"task_state.owner_id {binding['scope'].owner_id!r} must match the evidence owner "
+            raise ConfigError(f"the task owner {binding['scope'].owner_id!r} must match the evidence owner "
                               f"{owner!r}", json_path="task_state.owner_id")
     try:
-        return TaskState.restore(session.task_state, **binding)
+        tasks = TaskState.restore(session.task_state, **binding)
     except TaskStateError as exc:
-        raise ConfigError(f"{exc.code}: session {session.id}: {exc}", json_path="task_state") from None
+        hint = ""
+        if exc.code == "TASK_STATE_CAPACITY":
+            hint = (" — the saved notebook is larger than this config allows; raise task_state.max_entries / "
+                    "max_prompt_tokens / max_snapshot_bytes to open it")
+        error = ConfigError(f"{exc.code}: session {session.id}: {exc}{hint}", json_path="task_state")
+        error.code = exc.code  # --json reports TASK_STATE_SCOPE / _INVALID / _CAPACITY
+        raise error from None
+    needed = tasks.view_tokens()
+    if needed > tasks.limits.max_prompt_tokens:
+        raise ConfigError(f"task_state.max_prompt_tokens {tasks.limits.max_prompt_tokens} is smaller than the task "
+                          f"view needs (~{needed} tokens even now); raise it", json_path="task_state.max_prompt_tokens")
+    return tasks
 
 
 def _evidence(config: Any, session: Any) -> tuple[Any, list]:

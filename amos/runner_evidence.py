@@ -30,6 +30,9 @@ class EvidenceDuties:
     def _ensure_idle(self) -> None:  # provided by AgentRunner
         raise NotImplementedError
 
+    def request_system_prompt(self) -> str:  # provided by AgentRunner
+        raise NotImplementedError
+
     @property
     def evidence_enabled(self) -> bool:
         """True when tool outcomes are stored as evidence (``evidence.enabled``)."""
@@ -122,7 +125,7 @@ class EvidenceDuties:
         protected = [p for m in self.session.messages for p in m.tool_results if p.protected]
         if not protected:
             return False
-        chars = len(self.system_prompt) + sum(len(m.model_dump_json()) for m in self.session.messages)
+        chars = len(self.request_system_prompt()) + sum(len(m.model_dump_json()) for m in self.session.messages)
         chars += sum(len(str(spec.parameters)) + len(spec.description) for spec in self.tools.specs())
         estimate = (chars + 3) // 4
         if estimate <= window:

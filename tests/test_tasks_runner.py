@@ -89,3 +89,31 @@ def test_bad_arguments_are_usage_errors(tmp_path):
                  "/context task confirm-prune 0 e1 maybe proof"):
         result = cli("run", "--session", sid, "--config", str(cfg), line)
         assert result.exit_code == 2 and "usage" in result.stderr, (line, result.stderr)
+
+
+def test_failed_command_leaves_the_session_file_byte_identical(tmp_path, amos_home):
+    cfg, _, sid = setup(tmp_path)
+    assert task(sid, cfg, "/context task add 0 objective a Keep")[0] == 0
+    session_file = next(amos_home.rglob(f"{sid}/session.json"))
+    before = session_file.read_bytes()
+    code, doc = task(sid, cfg, "/context task prune 1 a")  # active: refused
+    assert code == 1 and doc["error"]["code"] == "TASK_STATE_INVALID"
+    assert session_file.read_bytes() == before
+
+
+def test_scope_refusal_reports_its_code_in_json(tmp_path):
+    cfg, _, sid = setup(tmp_path)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"task_state": {"enabled": True, "namespace": "elsewhere"}}))
+    code, doc = cli_json("run", "--session", sid, "--config", str(other), "/context task")
+    assert code == 2 and doc["error"]["code"] == "TASK_STATE_SCOPE"
+
+
+def test_a_limit_the_empty_view_cannot_meet_is_refused_before_any_run(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    cfg = tmp_path / "tiny.json"
+    cfg.write_text(json.dumps({"task_state": {"enabled": True, "max_prompt_tokens": 1}}))
+    script = write_script(tmp_path, [{"text": "ok"}])
+    result = cli("run", "--script", str(script), "--workspace", str(ws), "--config", str(cfg), "hi")
+    assert result.exit_code == 2 and "max_prompt_tokens" in result.stderr

@@ -97,7 +97,8 @@ def _help(runner: Any, rest: str, line: str) -> SlashResult:
 
 
 def _estimate_tokens(runner: Any) -> int:
-    chars = len(runner.system_prompt)
+    prompt = runner.request_system_prompt() if hasattr(runner, "request_system_prompt") else runner.system_prompt
+    chars = len(prompt)
     chars += sum(len(m.model_dump_json()) for m in runner.session.messages)
     chars += sum(len(json.dumps(s.parameters)) + len(s.description) for s in runner.tools.specs())
     return (chars + 3) // 4

@@ -13,6 +13,7 @@ Pure code: no I/O and no import-time side effects.
 from __future__ import annotations
 
 import json
+import re
 
 from amos.tasks.model import TERMINAL_CONFIRMATIONS, ActionReceipt, Note, Source, TaskBook
 
@@ -107,9 +108,13 @@ def _section(lines: list[str], title: str, items: list[str]) -> None:
         lines += ["", f"## {title}", *items]
 
 
+_LINE_LIKE = re.compile("[\u0085\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 def _q(text: str) -> str:
-    """JSON-quote ``text`` so newlines and quotes cannot break the layout."""
-    return json.dumps(text, ensure_ascii=False)
+    """JSON-quote ``text`` so newlines, Unicode line separators, bidi overrides and
+    quotes cannot break the layout or fake a heading."""
+    return _LINE_LIKE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
 
 
 def _source(source: Source) -> str:
