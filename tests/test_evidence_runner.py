@@ -326,3 +326,19 @@ def test_call_with_lone_surrogates_fails_instead_of_acting_on_another_path(tmp_p
         runner.close()
     assert done.tool_calls[0]["status"] == "failed"
     assert not any(ws.iterdir())  # nothing was written under a substituted name
+
+
+def test_context_evidence_follows_the_spec_forms(tmp_path):
+    runner, part = _one_record(tmp_path)
+    try:
+        first = execute_line(runner, "/context evidence list --after 00000000-0000-7000-8000-000000000000")
+        assert first.ok and part.evidence_id in first.text
+        assert execute_line(runner, "/context evidence --after 00000000-0000-7000-8000-000000000000").ok
+        chunk = execute_line(runner, f"/context evidence read {part.evidence_id} 10 25")
+        assert chunk.ok and len(chunk.result["text"]) == 25 and chunk.result["offset"] == 10
+        from amos.errors import SlashCommandError
+
+        with pytest.raises(SlashCommandError):
+            execute_line(runner, f"/context evidence read {part.evidence_id} -3")
+    finally:
+        runner.close()

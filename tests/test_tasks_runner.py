@@ -117,3 +117,14 @@ def test_a_limit_the_empty_view_cannot_meet_is_refused_before_any_run(tmp_path):
     script = write_script(tmp_path, [{"text": "ok"}])
     result = cli("run", "--script", str(script), "--workspace", str(ws), "--config", str(cfg), "hi")
     assert result.exit_code == 2 and "max_prompt_tokens" in result.stderr
+
+
+def test_request_that_cannot_fit_with_the_task_view_stops_before_dispatch(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    cfg = tmp_path / "win.json"
+    cfg.write_text(json.dumps({"task_state": {"enabled": True}, "context": {"window_tokens": 600}}))
+    script = write_script(tmp_path, [{"text": "ok"}])
+    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "--config", str(cfg), "hi")
+    assert (doc["stop"]["cause"], doc["stop"]["reason"]) == ("provider_error", "context_length")
+    assert "task view" in doc["stop"]["detail"] and doc["stop"]["steps"] == 0

@@ -169,20 +169,32 @@ def _context(runner: Any, rest: str, line: str) -> SlashResult:
     return SlashResult(command=line, result=data, text=text)
 
 
-EVIDENCE_USAGE = "/context evidence [list [AFTER]] | /context evidence read ID [OFFSET]"
+EVIDENCE_USAGE = "/context evidence [list] [--after CURSOR] | /context evidence read ID [OFFSET [LIMIT]]"
+
+
+def _whole(token: str, what: str) -> int:
+    if not token.isascii() or not token.isdigit() or len(token) > 12:
+        raise SlashCommandError(f"{what} must be a whole number (0 or more), not {token!r}", usage=EVIDENCE_USAGE)
+    return int(token)
 
 
 def _context_evidence(runner: Any, rest: str, line: str) -> SlashResult:
-    tokens, remainder = split_tokens(rest, 3)
-    if remainder or (tokens and tokens[0] not in ("list", "read")):
-        raise SlashCommandError(f"unknown /context evidence arguments {rest!r}", usage=EVIDENCE_USAGE)
+    tokens, remainder = split_tokens(rest, 5)
+    if remainder:
+        raise SlashCommandError(f"unexpected arguments {remainder!r}", usage=EVIDENCE_USAGE)
     from amos.errors import AmosError
 
     try:
-        if not tokens or tokens[0] == "list":
-            if len(tokens) > 2:
-                raise SlashCommandError("/context evidence list takes at most a cursor", usage=EVIDENCE_USAGE)
-            page = runner.evidence_page(tokens[1] if len(tokens) > 1 else None)
+        if not tokens or tokens[0] in ("list", "--after"):
+            args = tokens[1:] if tokens and tokens[0] == "list" else tokens
+            after = None
+            if args:
+                if args[0] != "--after" or len(args) != 2:
+                    raise SlashCommandError(f"unknown /context evidence list arguments {' '.join(args)!r}",
+                                            usage=EVIDENCE_USAGE)
+                after = args[1]
+            page = runner.evidence_page(after)
+
             def safe(value: object) -> str:
                 return "".join(c if c.isprintable() else "?" for c in str(value))
 
@@ -190,15 +202,18 @@ def _context_evidence(runner: Any, rest: str, line: str) -> SlashResult:
                     for e in page.entries]
             text = "\n".join(rows) or "no evidence records in this scope"
             if page.next_cursor:
-                text += f"\nmore: /context evidence list {page.next_cursor}"
+                text += f"\nmore: /context evidence list --after {page.next_cursor}"
             return SlashResult(command=line, result=page.to_dict(), text=text)
-        if len(tokens) < 2:
-            raise SlashCommandError("/context evidence read needs an evidence id", usage=EVIDENCE_USAGE)
-        try:
-            offset = int(tokens[2]) if len(tokens) > 2 else 0
-        except ValueError:
-            raise SlashCommandError(f"offset must be a whole number, not {tokens[2]!r}", usage=EVIDENCE_USAGE) from None
-        chunk = runner.evidence_chunk(tokens[1], offset)
+        if tokens[0] != "read":
+            raise SlashCommandError(f"unknown /context evidence command {tokens[0]!r}", usage=EVIDENCE_USAGE)
+        if len(tokens) < 2 or len(tokens) > 4:
+            raise SlashCommandError("/context evidence read needs an evidence id, then an optional OFFSET and "
+                                    "LIMIT", usage=EVIDENCE_USAGE)
+        offset = _whole(tokens[2], "OFFSET") if len(tokens) > 2 else 0
+        limit = _whole(tokens[3], "LIMIT") if len(tokens) > 3 else 4000
+        if limit < 1:
+            raise SlashCommandError("LIMIT must be at least 1", usage=EVIDENCE_USAGE)
+        chunk = runner.evidence_chunk(tokens[1], offset, min(limit, 65536))
     except SlashCommandError:
         raise
     except AmosError as exc:
@@ -355,8 +370,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
                      "/context task prune-action REV EXECUTION_ID…\n"
                      "/context task confirm-prune REV EXECUTION_ID STATUS PROOF…   STATUS: completed failed "
                      "cancelled\n"
-                     "/context evidence [list [AFTER]]\n"
-                     "/context evidence read ID [OFFSET]")),
+                     "/context evidence [list] [--after CURSOR]\n"
+                     "/context evidence read ID [OFFSET [LIMIT]]")),
     Command("compact", "/compact [INSTRUCTIONS]", "summarise older turns to free context",
             _not_available("/compact", "compaction arrives with the context-window capability")),
     Command("session", "/session save [NAME] | load [ID_OR_NAME] | list | checkpoints | restore N",
