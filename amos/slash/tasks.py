@@ -120,5 +120,6 @@ def run(runner: Any, sub: str, rest: str) -> tuple[bool, dict[str, Any], str]:
         return False, {"code": exc.code, "message": str(exc)}, f"{exc.code}: {exc}"
     except SessionError as exc:
         return False, {"code": f"SESSION_{exc.code.upper()}", "message": str(exc)}, str(exc)
+    unsaved = "" if runner.store is not None else " (not saved: --no-save)"
     return True, {"revision": tasks.revision, "view": tasks.view()}, \
-        f"ok — revision {tasks.revision}\n{tasks.view()}"
+        f"ok — revision {tasks.revision}{unsaved}\n{tasks.view()}"
