@@ -9,6 +9,7 @@ stops a run rather than lose a protected raw result (seeds/durable-tool-evidence
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from amos.errors import SessionError
@@ -27,11 +28,8 @@ class EvidenceDuties:
     tools: Any
     autosave: bool
 
-    def _ensure_idle(self) -> None:  # provided by AgentRunner
-        raise NotImplementedError
-
-    def request_system_prompt(self) -> str:  # provided by AgentRunner
-        raise NotImplementedError
+    _ensure_idle: Callable[[], None]  # provided by AgentRunner
+    request_system_prompt: Callable[[], str]  # provided by AgentRunner
 
     @property
     def evidence_enabled(self) -> bool:

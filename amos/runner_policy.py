@@ -36,8 +36,7 @@ class PolicyDuties:
     _live: Execution | None
     _policy_override: Any = _UNSET
 
-    def _ensure_idle(self) -> None:  # provided by AgentRunner
-        raise NotImplementedError
+    _ensure_idle: Callable[[], None]  # provided by AgentRunner
 
     def set_loop_policy(self, policy: Any) -> None:
         """Override the loop policy for later executions of this runner (host only).

@@ -45,6 +45,8 @@ class StoreCore:
         ValueError: a limit is not positive.
     """
 
+    read_bytes: Callable[[EvidenceReference], bytes]  # each store verifies and returns a record's bytes
+
     def __init__(
         self,
         scope: EvidenceScope,
@@ -139,8 +141,6 @@ class StoreCore:
             raise EvidenceError("invalid", "older_than_days must be >= 0")
         return codec.time_key(self._moment_ms(now) - codec.days_to_ms(older_than_days) + 1)
 
-    def read_bytes(self, ref: EvidenceReference) -> bytes:  # implemented by each store
-        raise NotImplementedError
 
     def read_record(self, ref: EvidenceReference) -> EvidenceRecord:
         """The verified record; see the protocol."""
