@@ -48,8 +48,14 @@ def _safe(value: object) -> str:
     return "".join(c if c.isprintable() else "?" for c in str(value))
 
 
-def _fail(exc: Exception) -> None:
+def _fail(exc: Exception, json_out: bool = False) -> None:
+    """One line on stderr (and, with --json, one error object on stdout), then exit."""
     typer.echo(f"amos: {exc}", err=True)
+    if json_out:
+        code = getattr(exc, "code", None) or "USAGE_ERROR"
+        typer.echo(json.dumps({"ok": False, "error": {"code": f"EVIDENCE_{str(code).upper()}"
+                                                       if not str(code).isupper() else str(code),
+                                                       "message": str(exc)}}, ensure_ascii=False))
     raise typer.Exit(getattr(exc, "exit_code", 2))
 
 
@@ -71,7 +77,7 @@ def list_evidence(
         store, sessions = _open(config)
         page = store.list(after, limit, session_id=_session_id(sessions, session))
     except AmosError as exc:
-        _fail(exc)
+        _fail(exc, json_out)
     if json_out:
         typer.echo(json.dumps(page.to_dict(), ensure_ascii=False))
         return
@@ -139,7 +145,7 @@ def prune_evidence(
     from amos.errors import AmosError
 
     if older_than is not None and not math.isfinite(older_than):
-        _fail(ValueError("--older-than needs a finite number of days, e.g. 30"))
+        _fail(ValueError("--older-than needs a finite number of days, e.g. 30"), json_out)
     try:
         store, sessions = _open(config)
         if older_than is None and session is None:
@@ -147,7 +153,7 @@ def prune_evidence(
         else:
             removed = store.prune(older_than, _session_id(sessions, session))
     except AmosError as exc:
-        _fail(exc)
+        _fail(exc, json_out)
     if json_out:
         typer.echo(json.dumps({"removed": removed}))
     else:
@@ -169,7 +175,7 @@ def rebuild_evidence(config: ConfigOpt = None, json_out: JsonOpt = False) -> Non
         store, _ = _open(config)
         report = store.rebuild_index()
     except AmosError as exc:
-        _fail(exc)
+        _fail(exc, json_out)
     if json_out:
         typer.echo(json.dumps(report, ensure_ascii=False))
         return

@@ -342,3 +342,10 @@ def test_context_evidence_follows_the_spec_forms(tmp_path):
             execute_line(runner, f"/context evidence read {part.evidence_id} -3")
     finally:
         runner.close()
+
+
+def test_evidence_cli_json_errors_are_one_object(tmp_path):
+    cfg = config(tmp_path)
+    result = cli("evidence", "list", "--after", "bogus", "--json", "--config", str(cfg))
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 2 and doc["ok"] is False and doc["error"]["code"] == "EVIDENCE_INVALID"
