@@ -561,6 +561,12 @@ class AgentRunner(PolicyDuties, EvidenceDuties, ToolRounds):
 
     # ------------------------------------------------------------------ finishing
 
+    def _in_call_order(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Tool-call rows in the order the model made the calls (concurrent reads finish
+        in any order; people and scripts read them in call order)."""
+        order = {c.call_id: i for i, c in enumerate(c for m in self.session.messages for c in m.tool_calls)}
+        return sorted(rows, key=lambda row: order.get(row.get("call_id"), len(order)))
+
     def _finish(self, ex: Execution) -> None:
         """Close open calls, build the receipt, save, and always end the event stream."""
         try:
@@ -597,7 +603,7 @@ class AgentRunner(PolicyDuties, EvidenceDuties, ToolRounds):
                 except SessionError as exc:
                     self._emit(ex, Notice(level="error", text=str(exc)))
             self._emit(ex, RunFinished(receipt=receipt, loop=loop, output_text=rec.output_text, usage=rec.usage,
-                                       tool_calls=list(rec.tool_calls), session_path=path))
+                                       tool_calls=self._in_call_order(rec.tool_calls), session_path=path))
         except Exception as exc:  # noqa: BLE001 - the stream must end even on a bug
             log.exception("finishing the run failed")
             self._emit(ex, Notice(level="error", text=f"internal error while finishing the run: "

@@ -463,3 +463,13 @@ def test_set_loop_policy_validates_policy_objects(tmp_path):
             runner.set_loop_policy(LoopPolicy(max_recovery_attempts=-1))
     finally:
         runner.close()
+
+
+def test_json_tool_calls_are_in_call_order(tmp_path):
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "a").write_text("x")
+    read = {"name": "read_file", "arguments": {"path": "a"}}
+    calls = [dict(read, id=f"r{i}") for i in range(3)]
+    _, _, done = run(tmp_path, [{"tool_calls": calls}, {"text": "ok"}], {})
+    assert [c["call_id"] for c in done.tool_calls] == ["r0", "r1", "r2"]
+    assert [c["status"] for c in done.tool_calls] == ["succeeded", "blocked", "blocked"]
