@@ -22,6 +22,7 @@ the file they opened.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import secrets
@@ -29,6 +30,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from amos.atomic import atomic_write_bytes
 from amos.evidence.model import EvidenceError, EvidenceMeta
 
 _HEADER_KEY = "amos_evidence_index"
@@ -235,41 +237,15 @@ def parse_line(path: Path, line: bytes) -> EvidenceMeta:
     return meta
 
 
-def fsync_dir(path: Path) -> None:
-    """fsync a folder so a new or renamed entry in it is durable (best effort)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def rewrite(path: Path, lines: Iterable[bytes], *, durable: bool) -> None:
     """Replace the index atomically with a new header and ``lines`` (each with newline).
 
     Raises:
         OSError: the write failed; the previous index is unchanged.
     """
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     header = json.dumps({_HEADER_KEY: 1, "generation": secrets.token_hex(16)},
                         separators=(",", ":")).encode("ascii") + b"\n"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb", buffering=1 << 20) as fh:
-            fh.write(header)
-            for line in lines:
-                fh.write(line)
-            fh.flush()
-            if durable:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if durable:
-        fsync_dir(path.parent)
+    atomic_write_bytes(path, itertools.chain((header,), lines), durable=durable)
 
 
 def append(path: Path, line: bytes, expected_size: int, *, durable: bool) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,6 +30,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from amos.atomic import atomic_write_bytes
 from amos.evidence import codec
 from amos.evidence import file_index as fi
 from amos.evidence import record_files as rf
@@ -128,12 +128,7 @@ class FileEvidenceStore(StoreCore):
                     os.chmod(folder, 0o700)
             scope_file = self.root / "scope.json"
             if not scope_file.exists():
-                tmp = self.root / f".scope.{secrets.token_hex(6)}.tmp"
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(self._scope_bytes())
-                os.replace(tmp, scope_file)
-                fi.fsync_dir(self.root)
+                atomic_write_bytes(scope_file, self._scope_bytes())
         except OSError as exc:
             raise EvidenceError("io", f"cannot create evidence folder {self.root}: {exc}") from None
         self._check_scope_file()

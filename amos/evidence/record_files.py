@@ -7,10 +7,10 @@ the same for sessions, but always fsyncs and creates folders on every call).
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
+from amos.atomic import atomic_write_bytes
 from amos.evidence import codec
 from amos.evidence import file_index as fi
 from amos.evidence.model import EvidenceError, EvidenceMeta, EvidenceScope
@@ -22,32 +22,17 @@ _TYPE_MASK = 0o170000
 
 
 def write_record_file(path: Path, data: bytes, *, durable: bool) -> None:
-    """Write ``data`` to ``path`` atomically, mode 0600.
+    """Write ``data`` to ``path`` atomically, mode 0600 (:func:`amos.atomic.atomic_write_bytes`).
 
     Args:
-        path: ``records/<uuid>.json``; its folder exists.
+        path: ``records/<uuid>.json``.
         data: the record's complete bytes.
         durable: fsync the file and then its folder.
 
     Raises:
         OSError: the write failed; no file (and no temp file) is left.
     """
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "wb", buffering=0) as fh:
-            view = memoryview(data)
-            while view:
-                view = view[fh.write(view) :]
-            if durable:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if durable:
-        fi.fsync_dir(path.parent)
+    atomic_write_bytes(path, data, durable=durable)
 
 
 def read_record_file(path: Path, record_id: str, max_bytes: int) -> bytes:
