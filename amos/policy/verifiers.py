@@ -12,6 +12,7 @@ false verdict and never a reason to replay an action
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import importlib
 import json
@@ -315,10 +316,8 @@ async def call_checker(fn: Callable[[Any], Any], packet: Any, timeout_s: float, 
             outcome: tuple[bool, Any] = (True, value)
         except BaseException as exc:  # noqa: BLE001 - reported as a checker error, even SystemExit
             outcome = (False, exc)
-        try:
+        with contextlib.suppress(RuntimeError):  # a closed loop: the run ended long ago, the verdict is late
             loop.call_soon_threadsafe(deliver, *outcome)
-        except RuntimeError:
-            pass  # the loop is gone: the run ended long ago
 
     threading.Thread(target=work, name=f"amos-checker {what}", daemon=True).start()
     try:
