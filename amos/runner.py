@@ -13,6 +13,7 @@ Front ends (TUI, CLI, slash commands) call only the public methods of
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 import uuid
@@ -154,6 +155,14 @@ class AgentRunner(PolicyDuties, EvidenceDuties, ToolRounds):
         if self.tasks is None:
             return self.system_prompt
         return f"{self.system_prompt}\n\n{self.tasks.view()}"
+
+    def estimate_request_tokens(self) -> int:
+        """Offline estimate of the next request's size (tokens): instructions (task view
+        included), history and tool schemas, at about 4 characters per token."""
+        chars = len(self.request_system_prompt())
+        chars += sum(len(m.model_dump_json()) for m in self.session.messages)
+        chars += sum(len(json.dumps(s.parameters)) + len(s.description) for s in self.tools.specs())
+        return (chars + 3) // 4
 
     def update_tasks(self, operation: Callable[[Any], Any]) -> Any:
         """Apply one host operation to the task notebook and save the session.

@@ -30,6 +30,7 @@ class EvidenceDuties:
 
     _ensure_idle: Callable[[], None]  # provided by AgentRunner
     request_system_prompt: Callable[[], str]  # provided by AgentRunner
+    estimate_request_tokens: Callable[[], int]  # provided by AgentRunner
 
     @property
     def evidence_enabled(self) -> bool:
@@ -125,9 +126,7 @@ class EvidenceDuties:
         protected = [p for m in self.session.messages for p in m.tool_results if p.protected]
         if not protected and tasks is None:
             return False
-        chars = len(self.request_system_prompt()) + sum(len(m.model_dump_json()) for m in self.session.messages)
-        chars += sum(len(str(spec.parameters)) + len(spec.description) for spec in self.tools.specs())
-        estimate = (chars + 3) // 4
+        estimate = self.estimate_request_tokens()
         if estimate <= window:
             return False
         parts = []

@@ -96,14 +96,6 @@ def _help(runner: Any, rest: str, line: str) -> SlashResult:
     return SlashResult(command=line, result={"commands": rows}, text=text)
 
 
-def _estimate_tokens(runner: Any) -> int:
-    prompt = runner.request_system_prompt() if hasattr(runner, "request_system_prompt") else runner.system_prompt
-    chars = len(prompt)
-    chars += sum(len(m.model_dump_json()) for m in runner.session.messages)
-    chars += sum(len(json.dumps(s.parameters)) + len(s.description) for s in runner.tools.specs())
-    return (chars + 3) // 4
-
-
 def _context(runner: Any, rest: str, line: str) -> SlashResult:
     tokens, remainder = split_tokens(rest, 1, rest=True)
     sub = tokens[0] if tokens else ""
@@ -134,7 +126,7 @@ def _context(runner: Any, rest: str, line: str) -> SlashResult:
                                 usage="/context [loop | task … | evidence …]")
     config = runner.config
     window = (config.context.window_tokens if config else None) or DEFAULT_WINDOW_TOKENS
-    estimate = _estimate_tokens(runner)
+    estimate = runner.estimate_request_tokens()
     usage = runner.session.usage.model_dump()
     diag = runner.get_loop_diagnostics()
     data = {
