@@ -13,7 +13,6 @@ Front ends (TUI, CLI, slash commands) call only the public methods of
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
@@ -42,6 +41,7 @@ from amos.providers.base import FinishEvent, Provider, TextDeltaEvent, ToolCallE
 from amos.receipts import build_receipt
 from amos.runner_evidence import EvidenceDuties
 from amos.runner_policy import PolicyDuties
+from amos.runner_tasks import TaskDuties
 from amos.sessions import (
     ExecutionRecord,
     PendingApproval,
@@ -55,7 +55,7 @@ _END = object()
 log = logging.getLogger("amos.runner")
 
 
-class AgentRunner(PolicyDuties, EvidenceDuties, ToolRounds):
+class AgentRunner(TaskDuties, PolicyDuties, EvidenceDuties, ToolRounds):
     """The managed agent loop over one session.
 
     Build one with :func:`amos.host.open_runner`. Only one run may be active at a
@@ -147,44 +147,6 @@ class AgentRunner(PolicyDuties, EvidenceDuties, ToolRounds):
     def autosave(self) -> bool:
         """Whether the session is saved automatically (``sessions.autosave`` and not ``--no-save``)."""
         return self.store is not None and self.settings.autosave
-
-    def request_system_prompt(self) -> str:
-        """The instructions of the next model request: the system prompt plus, with task
-        state enabled, the current task view (rebuilt from the notebook every time, so it
-        is always present and current at dispatch; never compacted)."""
-        if self.tasks is None:
-            return self.system_prompt
-        return f"{self.system_prompt}\n\n{self.tasks.view()}"
-
-    def estimate_request_tokens(self) -> int:
-        """Offline estimate of the next request's size (tokens): instructions (task view
-        included), history and tool schemas, at about 4 characters per token."""
-        chars = len(self.request_system_prompt())
-        chars += sum(len(m.model_dump_json()) for m in self.session.messages)
-        chars += sum(len(json.dumps(s.parameters)) + len(s.description) for s in self.tools.specs())
-        return (chars + 3) // 4
-
-    def update_tasks(self, operation: Callable[[Any], Any]) -> Any:
-        """Apply one host operation to the task notebook and save the session.
-
-        Args:
-            operation: ``fn(task_state) -> result`` calling one revision-checked method.
-
-        Returns:
-            What ``operation`` returned.
-
-        Raises:
-            SessionError: ``busy`` while a run executes, ``no_task_state`` when disabled.
-            TaskStateError: the operation failed (nothing changed).
-        """
-        self._ensure_idle()
-        if self.tasks is None:
-            raise SessionError("no_task_state", "task state is not enabled (task_state.enabled in the config)")
-        result = operation(self.tasks)
-        self.session.task_state = self.tasks.to_snapshot()
-        if self.store is not None:
-            self.store.save(self.session)
-        return result
 
     def summarize_call(self, call: ToolCallPart) -> str:
         """A one-line summary of a tool call for display (never raises)."""
