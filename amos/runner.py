@@ -40,6 +40,7 @@ from amos.policy.verifiers import CheckerError, run_command_check
 from amos.providers.base import FinishEvent, Provider, TextDeltaEvent, ToolCallEvent
 from amos.receipts import build_receipt
 from amos.runner_evidence import EvidenceDuties
+from amos.runner_journal import JOURNALLED_FIELDS, JournalDuties
 from amos.runner_policy import PolicyDuties
 from amos.runner_tasks import TaskDuties
 from amos.sessions import (
@@ -55,7 +56,7 @@ _END = object()
 log = logging.getLogger("amos.runner")
 
 
-class AgentRunner(TaskDuties, PolicyDuties, EvidenceDuties, ToolRounds):
+class AgentRunner(JournalDuties, TaskDuties, PolicyDuties, EvidenceDuties, ToolRounds):
     """The managed agent loop over one session.
 
     Build one with :func:`amos.host.open_runner`. Only one run may be active at a
@@ -202,6 +203,7 @@ class AgentRunner(TaskDuties, PolicyDuties, EvidenceDuties, ToolRounds):
         """Answer an ``ApprovalRequested`` event (interactive front ends)."""
         future = self._approvals.get(call_id)
         if future is not None and not future.done():
+            self._journal_write("approval", call_id=call_id, approved=approved, reason=reason)
             future.set_result((approved, reason))
 
     def cancel(self) -> None:
@@ -229,10 +231,11 @@ class AgentRunner(TaskDuties, PolicyDuties, EvidenceDuties, ToolRounds):
         Raises:
             SessionError: ``write_failed``, or ``no_store`` with ``--no-save``.
         """
-        if name is not None:
-            self.session.name = name
         if self.store is None:
             raise SessionError("no_store", "this session is not saved (--no-save)")
+        if name is not None:
+            self.session.name = name
+            self._journal_fields("name")
         return self.store.save(self.session)
 
     def set_model(self, spec: str) -> None:
@@ -247,9 +250,11 @@ class AgentRunner(TaskDuties, PolicyDuties, EvidenceDuties, ToolRounds):
         self.provider = self._provider_factory(spec)
         self.model_spec = spec
         self.session.host.model = spec
+        self._journal_fields("host")
 
     def close(self) -> None:
-        """Release the session lock and temporary resources."""
+        """Release the session lock and temporary resources (the journal is fsynced)."""
+        self._journal_close()
         for fn in self._on_close:
             fn()
         self._on_close.clear()
@@ -288,10 +293,17 @@ class AgentRunner(TaskDuties, PolicyDuties, EvidenceDuties, ToolRounds):
         assert ex.queue is not None
         if log.isEnabledFor(logging.DEBUG) and not isinstance(event, TextDelta):
             log.debug("%s %s", ex.record.execution_id[:8], event.model_dump_json(exclude={"content"})[:2000])
+        self._journal_event(event)
+        problem = self._journal_problem()
+        if problem is not None:
+            ex.queue.put_nowait(problem)
         ex.queue.put_nowait(event)
 
     async def _execute(self, ex: Execution, body: Callable[[], Awaitable[None]]) -> None:
         self._live = ex
+        self._journal_open()
+        if ex.resumed:
+            self._journal_fields("pending")  # the decisions of this resume
         self._emit(ex, RunStarted(session_id=self.session.id, execution_id=ex.record.execution_id,
                                   model=self.model_spec, resumed=ex.resumed))
         if self.doom is not None:
@@ -567,10 +579,12 @@ class AgentRunner(TaskDuties, PolicyDuties, EvidenceDuties, ToolRounds):
             self.session.usage.add(Usage(**{
                 name: getattr(rec.usage, name) - getattr(ex.usage_at_start, name)
                 for name in Usage.model_fields}))
+            self._journal_fields(*JOURNALLED_FIELDS)
             path = None
             if self.autosave:
                 try:
                     path = str(self.store.save(self.session))
+                    self._checkpoint("waiting" if ex.pending is not None else "run_end")
                 except SessionError as exc:
                     self._emit(ex, Notice(level="error", text=str(exc)))
             self._emit(ex, RunFinished(receipt=receipt, loop=loop, output_text=rec.output_text, usage=rec.usage,

@@ -31,6 +31,8 @@ class EvidenceDuties:
     _ensure_idle: Callable[[], None]  # provided by AgentRunner
     request_system_prompt: Callable[[], str]  # provided by AgentRunner
     estimate_request_tokens: Callable[[], int]  # provided by AgentRunner
+    _journal_write: Callable[..., bool]  # provided by JournalDuties
+    _journaled: int
 
     @property
     def evidence_enabled(self) -> bool:
@@ -105,6 +107,9 @@ class EvidenceDuties:
                                                   "evidence_error": None})
                 parts = tuple(updated if p is part else p for p in message.parts)
                 self.session.messages[index] = message.model_copy(update={"parts": parts})
+                if index < self._journaled:
+                    self._journal_write("message", index=index, message=self.session.messages[index].model_dump(
+                        mode="json"))
                 if self.autosave:
                     self.store.save(self.session)  # type: ignore[union-attr]
                 return ref

@@ -24,6 +24,7 @@ class TaskDuties:
     tools: Any
     store: Any
     _ensure_idle: Callable[[], None]  # provided by AgentRunner
+    _journal_fields: Callable[..., None]  # provided by JournalDuties
 
     def request_system_prompt(self) -> str:
         """The instructions of the next model request: the system prompt plus, with task
@@ -59,6 +60,7 @@ class TaskDuties:
             raise SessionError("no_task_state", "task state is not enabled (task_state.enabled in the config)")
         result = operation(self.tasks)
         self.session.task_state = self.tasks.to_snapshot()
+        self._journal_fields("task_state")
         if self.store is not None:
             self.store.save(self.session)
         return result

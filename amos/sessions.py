@@ -21,12 +21,15 @@ from typing import Any
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from amos.atomic import atomic_write_text
+from amos.atomic import atomic_write_bytes
 from amos.errors import SessionError
+from amos.journal import Journal, read_journal, replay, tail_seq
 from amos.messages import Message, ToolCallPart, Usage
 from amos.policy.stop import CompletionResult, LoopDiagnostics, LoopObservation, StopReceipt
+from amos.session_recovery import RecoveryDuties
 
-SESSION_VERSION = 1
+SESSION_VERSION = 2
+"""Version written by this amos. 1: before the journal and checkpoints (migrated on load)."""
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$")
 _GENERATED_ID_RE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
@@ -140,6 +143,10 @@ class Session(_Model):
     cannot be opened under another scope) and ``evidence_recent`` a bounded index of its
     latest evidence receipts (``{call_id, tool, id, status, stored}``), newest last.
     ``task_state`` is the host-owned task notebook's versioned snapshot (None: none yet).
+    ``journal_seq`` is the last journal entry this snapshot reflects (entries after it
+    are replayed on load); ``last_checkpoint`` the highest checkpoint number taken.
+    ``model_calls`` holds the usage of each model call (bounded, newest last) and
+    ``estimator`` the context-budget estimator's calibration.
     """
 
     version: int = SESSION_VERSION
@@ -159,10 +166,18 @@ class Session(_Model):
     evidence_scope: dict[str, Any] | None = None
     evidence_recent: list[dict[str, Any]] = Field(default_factory=list)
     task_state: dict[str, Any] | None = None
+    journal_seq: int = 0
+    last_checkpoint: int = 0
+    model_calls: list[dict[str, Any]] = Field(default_factory=list)
+    estimator: dict[str, Any] | None = None
 
 
 class SessionSummary(_Model):
-    """A row of ``amos sessions list``."""
+    """A row of ``amos sessions list``.
+
+    ``broken`` says why the session cannot be opened (and what repairs it); the other
+    fields are then best effort.
+    """
 
     id: str
     name: str | None
@@ -172,6 +187,54 @@ class SessionSummary(_Model):
     last_verdict: str | None
     model: str | None
     path: str
+    broken: str | None = None
+    cost_usd: float | None = None
+
+
+def _migrate_1(data: dict[str, Any]) -> dict[str, Any]:
+    """1 → 2: the journal and checkpoints arrive; every new field has its default."""
+    data["version"] = 2
+    return data
+
+
+MIGRATIONS = {1: _migrate_1}
+"""``version → function`` upgrading a session's JSON data by one version, in memory."""
+
+
+def migrate(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """Bring a session's JSON data up to :data:`SESSION_VERSION` (in memory).
+
+    The new version is written on the next save.
+
+    Raises:
+        SessionError: ``too_new`` for a file written by a newer amos, ``corrupt`` for a
+            missing or unknown version.
+    """
+    version = data.get("version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > SESSION_VERSION:
+        raise SessionError("too_new", f"{where}: session version {version} was written by a newer amos "
+                           f"(this one reads up to {SESSION_VERSION}); upgrade amos to open it")
+    while isinstance(version, int) and version in MIGRATIONS:
+        data = MIGRATIONS[version](data)
+        version = data.get("version")
+    if version != SESSION_VERSION:
+        raise SessionError("corrupt", f"{where}: session version {version!r} is not supported "
+                           f"(this amos reads versions 1 to {SESSION_VERSION})")
+    return data
+
+
+def validate_session(data: dict[str, Any], where: str) -> Session:
+    """A :class:`Session` from migrated JSON data.
+
+    Raises:
+        SessionError: ``corrupt`` naming the first invalid field.
+    """
+    try:
+        return Session.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise SessionError("corrupt", f"{where}: {loc}: {err['msg']}") from None
 
 
 def check_session_name(name: str, existing_ids: list[str] | None = None) -> str:
@@ -197,16 +260,30 @@ def new_session_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
-class SessionStore:
-    """Sessions under one folder.
+class SessionStore(RecoveryDuties):
+    """Sessions under one folder: snapshots, journals, checkpoints and run locks.
+
+    Layout per session (DESIGN.md "Storage"): ``<id>/session.json`` (the snapshot, 0600),
+    ``<id>/journal.jsonl`` (append-only, :mod:`amos.journal`), ``<id>/checkpoints/``
+    (:mod:`amos.checkpoints`); the run lock ``.<id>.lock`` and its owner file sit beside
+    the folder. Every file write goes through :meth:`write_file` and every journal line
+    through the journal class in :attr:`journal_class`, so tests can make writes fail.
 
     Args:
         root: the sessions folder (``paths.sessions_dir(config)``); created 0700 on
             first write.
+
+    Attributes:
+        warnings: problems met while loading (a torn journal line, a replay that
+            stopped), one line each, oldest first; front ends show and clear them.
     """
+
+    journal_class = Journal
 
     def __init__(self, root: Path):
         self.root = Path(root)
+        self.warnings: list[str] = []
+        self._journals: dict[str, Journal] = {}
 
     def _ensure_root(self) -> None:
         try:
@@ -226,9 +303,25 @@ class SessionStore:
         """``session.json`` of one session."""
         return self.session_dir(session_id) / "session.json"
 
+    def journal_path(self, session_id: str) -> Path:
+        """``journal.jsonl`` of one session."""
+        return self.session_dir(session_id) / "journal.jsonl"
+
+    def write_file(self, path: Path, data: bytes) -> None:
+        """Write one file atomically and durably (temp + fsync + replace, 0600).
+
+        Raises:
+            OSError: the write failed; the previous file is intact.
+        """
+        atomic_write_bytes(path, data)
+
     def create(self, host: HostSettings | None = None) -> Session:
         """A new, unsaved session with a fresh id."""
         return Session(id=new_session_id(), host=host or HostSettings())
+
+    def _is_session(self, session_id: str) -> bool:
+        folder = self.session_dir(session_id)
+        return (folder / "session.json").exists() or (folder / "journal.jsonl").exists()
 
     def resolve(self, id_or_name: str) -> str:
         """The session id for an id, a name, a unique id prefix, or ``latest`` (the newest).
@@ -236,59 +329,76 @@ class SessionStore:
         Raises:
             SessionError: ``not_found`` or ``ambiguous`` (exit 2).
         """
-        if _ID_RE.match(id_or_name) and self.path(id_or_name).exists():
+        if _ID_RE.match(id_or_name) and self._is_session(id_or_name):
             return id_or_name
-        matches = [s.id for s in self.list() if s.name == id_or_name]
+        rows = self.list()
+        matches = [s.id for s in rows if s.name == id_or_name]
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
             raise SessionError("ambiguous", f"session name {id_or_name!r} matches {len(matches)} sessions: {', '.join(matches)}")
-        prefix = [s.id for s in self.list() if s.id.startswith(id_or_name)] if id_or_name else []
+        prefix = [s.id for s in rows if s.id.startswith(id_or_name)] if id_or_name else []
         if len(prefix) == 1:
             return prefix[0]
-        if id_or_name == "latest":
-            rows = self.list()
-            if rows:
-                return rows[0].id
+        if id_or_name == "latest" and rows:
+            return rows[0].id
         raise SessionError(
             "not_found",
             f"no session {id_or_name!r} in {self.root}; `amos sessions list` shows saved sessions",
         )
 
-    def load(self, id_or_name: str) -> Session:
-        """Load a session by id or name.
+    def read_data(self, session_id: str) -> dict[str, Any]:
+        """``session.json`` parsed and migrated, without the journal.
 
         Raises:
-            SessionError: ``not_found``, or ``corrupt`` naming the file and the problem
-                (the file is never modified).
+            SessionError: ``not_found``, ``too_new``, or ``corrupt`` naming the file and
+                the problem (the file itself is never modified).
         """
-        session_id = self.resolve(id_or_name)
         path = self.path(session_id)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_bytes())
         except FileNotFoundError:
-            raise SessionError("not_found", f"no session {id_or_name!r} in {self.root}") from None
+            raise SessionError("corrupt", f"{path}: the snapshot is missing") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise SessionError("corrupt", f"{path}: cannot read session: {exc}") from None
         except RecursionError:
             raise SessionError("corrupt", f"{path}: cannot read session: JSON nested too deeply") from None
         if not isinstance(data, dict):
             raise SessionError("corrupt", f"{path}: session file is not a JSON object")
-        version = data.get("version")
-        if not isinstance(version, int) or version > SESSION_VERSION:
-            raise SessionError(
-                "corrupt",
-                f"{path}: session version {version!r} is not supported (this amos reads up to {SESSION_VERSION})",
-            )
+        return migrate(data, str(path))
+
+    def load(self, id_or_name: str) -> Session:
+        """Load a session by id or name: the snapshot, then the journal entries after it.
+
+        Problems that lose nothing (a torn last journal line) are added to
+        :attr:`warnings`.
+
+        Raises:
+            SessionError: ``not_found``, ``too_new``, or ``corrupt`` naming the file and
+                the problem; a corrupt snapshot is copied aside (``session.json.corrupt-
+                <time>``) and the message says how ``amos sessions repair`` can recover it.
+        """
+        session_id = self.resolve(id_or_name)
         try:
-            return Session.model_validate(data)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"])
-            raise SessionError("corrupt", f"{path}: {loc}: {err['msg']}") from None
+            data = self.read_data(session_id)
+            journal = read_journal(self.journal_path(session_id), after_seq=int(data.get("journal_seq") or 0))
+            self.warnings.extend(journal.warnings)
+            if journal.entries:
+                applied, problems = replay(data, journal.entries)
+                self.warnings.extend(problems)
+                if applied:
+                    self.warnings.append(f"session {session_id}: recovered {applied} journal entries written after "
+                                         "its last snapshot (amos stopped before saving)")
+            return validate_session(data, str(self.path(session_id)))
+        except SessionError as exc:
+            if exc.code != "corrupt":
+                raise
+            raise self.corrupt_error(session_id, str(exc)) from None
 
     def save(self, session: Session) -> Path:
         """Write ``session.json`` atomically (temp + fsync + replace, 0600).
+
+        The snapshot records the journal entry it reflects (``journal_seq``).
 
         Returns:
             The path written.
@@ -297,56 +407,95 @@ class SessionStore:
             SessionError: ``write_failed`` (the previous file is intact).
         """
         session.updated_at = utc_now()
+        session.version = SESSION_VERSION
+        journal = self._journals.get(session.id)
+        if journal is not None:
+            session.journal_seq = journal.seq
         path = self.path(session.id)
         try:
-            text = session.model_dump_json(indent=1, exclude_none=False)
+            data = session.model_dump_json(indent=1, exclude_none=False).encode()
         except ValueError as exc:
             raise SessionError("write_failed", f"cannot save session to {path}: {exc}", exit_code=1) from None
         self._ensure_root()
         try:
             self.session_dir(session.id).mkdir(exist_ok=True, mode=0o700)
-            atomic_write_text(path, text)
+            self.write_file(path, data)
         except OSError as exc:
-            raise SessionError("write_failed", f"cannot save session to {path}: {exc}", exit_code=1) from None
+            raise SessionError("write_failed", f"cannot save session to {path}: {exc.strerror or exc}",
+                               exit_code=1) from None
         return path
 
     def exists(self, session_id: str) -> bool:
         """Whether a saved session with this id exists."""
         return self.path(session_id).exists()
 
+    # ------------------------------------------------------------------ journal
+
+    def journal(self, session: Session) -> Journal:
+        """The open journal of a session (opened on first use; the caller holds its lock).
+
+        A new journal starts with a ``snapshot`` entry holding the whole session, so
+        the journal alone can rebuild it (``amos sessions repair``).
+
+        Raises:
+            SessionError: ``write_failed`` when the journal cannot be written.
+        """
+        journal = self._journals.get(session.id)
+        if journal is None:
+            path = self.journal_path(session.id)
+            found = read_journal(path)
+            self.warnings.extend(w for w in found.warnings if w not in self.warnings)
+            self._ensure_root()
+            journal = self.journal_class(path, last_seq=max(found.last_seq, session.journal_seq),
+                                         good_bytes=found.good_bytes)
+            if journal.seq == 0:
+                journal.append("snapshot", utc_now(), session=session.model_dump(mode="json"))
+            self._journals[session.id] = journal
+        return journal
+
+    def close_journal(self, session_id: str) -> None:
+        """fsync and close a session's journal (when its runner closes)."""
+        journal = self._journals.pop(session_id, None)
+        if journal is not None:
+            journal.close()
+
+    # ------------------------------------------------------------------ listing
+
     def list(self) -> list[SessionSummary]:
-        """Saved sessions, newest first (unreadable ones are listed with no verdict)."""
+        """Saved sessions, newest first; one that cannot be read is listed with ``broken``."""
         rows: list[SessionSummary] = []
         if not self.root.is_dir():
             return rows
         for child in self.root.iterdir():
-            path = child / "session.json"
-            if not path.is_file():
+            if not child.is_dir() or not _ID_RE.match(child.name) or not self._is_session(child.name):
                 continue
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                if not isinstance(data.get("messages") or [], list):
-                    raise ValueError("messages is not a list")
-                last = data.get("last_stop") or {}
-                rows.append(
-                    SessionSummary(
-                        id=data.get("id", child.name),
-                        name=data.get("name"),
-                        title=data.get("title"),
-                        updated_at=data.get("updated_at", ""),
-                        messages=len(data.get("messages") or []),
-                        last_verdict=last.get("verdict") if isinstance(last, dict) else None,
-                        model=(data.get("host") or {}).get("model"),
-                        path=str(path),
-                    )
-                )
-            except (OSError, ValueError, AttributeError, RecursionError):
-                rows.append(
-                    SessionSummary(id=child.name, name=None, title="(unreadable)", updated_at="",
-                                   messages=0, last_verdict=None, model=None, path=str(path))
-                )
-        rows.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
+            rows.append(self._summary(child.name))
+        rows.sort(key=lambda r: (r.broken is None, r.updated_at, r.id), reverse=True)
         return rows
+
+    def _summary(self, session_id: str) -> SessionSummary:
+        path = self.path(session_id)
+        try:
+            data = self.read_data(session_id)
+            journal = self.journal_path(session_id)
+            if tail_seq(journal) > int(data.get("journal_seq") or 0):
+                replay(data, read_journal(journal, after_seq=int(data.get("journal_seq") or 0)).entries)
+            messages = data.get("messages") or []
+            if not isinstance(messages, list):
+                raise SessionError("corrupt", f"{path}: messages is not a list")
+            last = data.get("last_stop") or {}
+            usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+            return SessionSummary(
+                id=str(data.get("id", session_id)), name=data.get("name"), title=data.get("title"),
+                updated_at=str(data.get("updated_at", "")), messages=len(messages),
+                last_verdict=last.get("verdict") if isinstance(last, dict) else None,
+                model=(data.get("host") or {}).get("model"), path=str(path),
+                cost_usd=usage.get("cost_usd") if isinstance(usage.get("cost_usd"), (int, float)) else None)
+        except (SessionError, ValueError, AttributeError, TypeError, RecursionError) as exc:
+            reason = str(exc).removeprefix(f"{path}: ")
+            return SessionSummary(id=session_id, name=None, title=None, updated_at="", messages=0,
+                                  last_verdict=None, model=None, path=str(path),
+                                  broken=f"{reason} — `amos sessions repair {session_id}` can recover it")
 
     def delete(self, id_or_name: str) -> str:
         """Delete a session folder; returns the id deleted.
@@ -357,28 +506,39 @@ class SessionStore:
         session_id = self.resolve(id_or_name)
         lock = self.lock(session_id)
         try:
+            self.close_journal(session_id)
             shutil.rmtree(self.session_dir(session_id))
         finally:
             lock.release()
-        with contextlib.suppress(OSError):
-            os.unlink(self.root / f".{session_id}.lock")
+        for suffix in (".lock", ".lock.owner"):
+            with contextlib.suppress(OSError):
+                os.unlink(self.root / f".{session_id}{suffix}")
         return session_id
 
     def lock(self, session_id: str) -> FileLock:
         """Acquire the session's run lock now (non-blocking) and return it.
 
-        Call ``release()`` when done; the lock file lives beside the
-        session folder so deleting the session does not remove a held lock.
+        Call ``release()`` when done. The lock is an OS file lock, so a process that
+        dies (even by SIGKILL) releases it and the next one takes it over; the owner
+        file beside it names the holder for the ``busy`` message.
 
         Raises:
-            SessionError: ``busy`` when another process holds it.
+            SessionError: ``busy`` naming the process that holds it.
         """
         self._ensure_root()
         lock = FileLock(str(self.root / f".{session_id}.lock"), timeout=0, thread_local=False)
+        owner = self.root / f".{session_id}.lock.owner"
         try:
             lock.acquire()
         except Timeout:
+            holder = ""
+            with contextlib.suppress(OSError, ValueError):
+                info = json.loads(owner.read_text(encoding="utf-8"))
+                holder = f" (pid {int(info['pid'])}, since {info.get('since', '?')})"
             raise SessionError(
-                "busy", f"session {session_id} is in use by another amos process; try again when it ends"
+                "busy", f"session {session_id} is in use by another amos process{holder}; "
+                        "try again when it ends"
             ) from None
+        with contextlib.suppress(OSError):
+            atomic_write_bytes(owner, json.dumps({"pid": os.getpid(), "since": utc_now()}).encode(), durable=False)
         return lock

@@ -10,7 +10,7 @@ import pytest
 
 from amos.errors import SessionError
 from amos.messages import MESSAGES_ADAPTER, Message, TextPart, ToolCallPart, ToolResultPart
-from amos.sessions import HostSettings, SessionStore
+from amos.sessions import SESSION_VERSION, HostSettings, SessionStore
 
 from .support import cli, cli_json, collect, make_runner, write_script
 
@@ -25,7 +25,7 @@ def test_round_trip_is_versioned_private_and_atomic(tmp_path):
     session.messages.append(Message.tool_result(ToolResultPart(call_id="c1", tool_name="read_file", content="x")))
     path = store.save(session)
     data = json.loads(path.read_text())
-    assert data["version"] == 1
+    assert data["version"] == SESSION_VERSION == 2
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]

@@ -1,0 +1,279 @@
+"""The session journal: an append-only ``journal.jsonl`` written as things happen.
+
+``session.json`` is the fast snapshot; the journal is what makes a session lose nothing
+between two snapshots (issue "Sessions that never lose work", DESIGN.md "Storage").
+Every line is one JSON object ``{"seq", "at", "kind", ...}``; ``seq`` counts from 1 and
+never repeats. The snapshot records the ``journal_seq`` it reflects, so on load the
+entries after it are replayed (:func:`replay`).
+
+Kinds that change state when replayed:
+
+- ``message``: ``{"index", "message"}`` — sets ``messages[index]`` (or appends when
+  ``index == len(messages)``).
+- ``messages``: ``{"messages"}`` — the whole history replaced (compaction).
+- ``fields``: ``{"fields": {...}}`` — top-level session fields set (title, name,
+  task_state, last_stop, loop, usage, pending, doom_loop, evidence_recent…).
+- ``snapshot``: ``{"session"}`` — the whole session (the first entry of a journal, and
+  a restored checkpoint), so the journal alone can rebuild the session.
+
+Every other kind (``event``, ``approval``, ``checkpoint``, ``restore``, ``note``) is a
+record for people and exports; replaying it changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from amos.errors import SessionError
+
+REPLAYED_FIELDS = frozenset({
+    "title", "name", "host", "provider_state", "usage", "loop", "last_stop", "pending", "doom_loop",
+    "evidence_scope", "evidence_recent", "task_state", "model_calls", "estimator",
+})
+"""Session fields a ``fields`` entry may set (anything else is ignored with a warning)."""
+
+
+@dataclass
+class JournalRead:
+    """What :func:`read_journal` found.
+
+    Attributes:
+        entries: parsed entries in file order (only the readable prefix).
+        last_seq: ``seq`` of the last readable entry (0 when none).
+        warnings: one line per problem (torn last line, unreadable line).
+        good_bytes: length of the readable prefix, bytes (a writer truncates a torn
+            tail to this before appending).
+        total_bytes: file size, bytes.
+    """
+
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    last_seq: int = 0
+    warnings: list[str] = field(default_factory=list)
+    good_bytes: int = 0
+    total_bytes: int = 0
+
+
+def _lines(data: bytes) -> Iterator[tuple[int, bytes, bool]]:
+    """``(end offset, line, complete)`` for each line of ``data``."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        if end < 0:
+            yield len(data), data[start:], False
+            return
+        yield end + 1, data[start:end], True
+        start = end + 1
+
+
+def read_journal(path: Path, *, after_seq: int = 0) -> JournalRead:
+    """Read a journal, stopping at the first line that cannot be trusted.
+
+    A last line without its newline (a crash mid-append) is ignored with a warning;
+    an unreadable line elsewhere stops the read there with a warning, so nothing after
+    a gap is ever applied.
+
+    Args:
+        path: ``journal.jsonl``; a missing file reads as empty.
+        after_seq: keep only entries with ``seq`` greater than this.
+
+    Raises:
+        SessionError: ``corrupt`` when the file exists but cannot be read at all.
+    """
+    result = JournalRead()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return result
+    except OSError as exc:
+        raise SessionError("corrupt", f"{path}: cannot read the journal: {exc.strerror or exc}") from None
+    result.total_bytes = len(data)
+    line_no = 0
+    for end, line, complete in _lines(data):
+        line_no += 1
+        try:
+            entry = json.loads(line)
+            if not isinstance(entry, dict) or not isinstance(entry.get("seq"), int) or entry["seq"] <= result.last_seq:
+                raise ValueError("not a journal entry with an increasing seq")
+        except (ValueError, RecursionError) as exc:
+            where = "its last line is incomplete (a write was cut short)" if not complete else \
+                f"line {line_no} is unreadable ({str(exc)[:80]})"
+            result.warnings.append(f"{path}: {where}; ignored it and everything after it")
+            return result
+        if not complete:
+            result.warnings.append(f"{path}: its last line has no newline (a write was cut short); ignored it")
+            return result
+        result.last_seq = entry["seq"]
+        result.good_bytes = end
+        if entry["seq"] > after_seq:
+            result.entries.append(entry)
+    return result
+
+
+def replay(data: dict[str, Any], entries: list[dict[str, Any]]) -> tuple[int, list[str]]:
+    """Apply journal entries to a session's JSON data in place.
+
+    Args:
+        data: the session as a JSON object (``session.json`` parsed); ``journal_seq``
+            is advanced to the last entry applied.
+        entries: entries after the snapshot's ``journal_seq``, in order.
+
+    Returns:
+        ``(entries applied, warnings)``. Replay stops at the first entry that does not
+        fit (a message index past the end), with a warning.
+    """
+    applied = 0
+    warnings: list[str] = []
+    messages = data.setdefault("messages", [])
+    for entry in entries:
+        kind = entry.get("kind")
+        if kind == "message":
+            index, message = entry.get("index"), entry.get("message")
+            if not isinstance(index, int) or not isinstance(message, dict) or not 0 <= index <= len(messages):
+                warnings.append(f"journal entry {entry['seq']} does not fit the history "
+                                f"({len(messages)} messages); replay stopped there")
+                break
+            if index == len(messages):
+                messages.append(message)
+            else:
+                messages[index] = message
+        elif kind == "messages":
+            if not isinstance(entry.get("messages"), list):
+                warnings.append(f"journal entry {entry['seq']} has no message list; replay stopped there")
+                break
+            messages[:] = entry["messages"]
+        elif kind == "snapshot":
+            whole = entry.get("session")
+            if not isinstance(whole, dict) or whole.get("id", data.get("id")) != data.get("id", whole.get("id")):
+                warnings.append(f"journal entry {entry['seq']} is not a snapshot of this session; replay stopped there")
+                break
+            data.clear()
+            data.update(whole)
+            messages = data.setdefault("messages", [])
+        elif kind == "fields":
+            for name, value in (entry.get("fields") or {}).items():
+                if name in REPLAYED_FIELDS:
+                    data[name] = value
+                else:
+                    warnings.append(f"journal entry {entry['seq']}: field {name!r} is not replayed")
+        data["journal_seq"] = entry["seq"]
+        applied += 1
+    return applied, warnings
+
+
+def tail_seq(path: Path, window: int = 65536) -> int:
+    """``seq`` of the last complete entry, reading only the file's tail (0 when none).
+
+    Cheap enough for ``amos sessions list`` to tell whether a journal is ahead of its
+    snapshot without reading it all.
+    """
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - window))
+            tail = fh.read()
+    except OSError:
+        return 0
+    # The piece after the last newline is empty or a torn line; a piece before the
+    # first newline may be cut when the window starts mid-file.
+    for line in reversed(tail.split(b"\n")[1 if size > window else 0:-1]):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("seq"), int):
+            return entry["seq"]
+    return 0
+
+
+class Journal:
+    """Appends entries to one session's ``journal.jsonl``.
+
+    Each entry is written with one ``write`` call on a file opened ``O_APPEND`` (so it
+    reaches the OS at once); :meth:`sync` fsyncs. Not thread-safe: the runner appends
+    from the event loop only.
+
+    Args:
+        path: the journal file (created 0600).
+        last_seq: ``seq`` of the last entry already in the file.
+        good_bytes: length of its readable prefix; a longer file (a torn tail) is
+            truncated to it before the first append.
+    """
+
+    def __init__(self, path: Path, *, last_seq: int = 0, good_bytes: int | None = None):
+        self.path = Path(path)
+        self.seq = last_seq
+        self._good_bytes = good_bytes
+        self._fd: int | None = None
+        self.unsynced = False
+
+    def _open(self) -> int:
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            if self._good_bytes is not None and os.fstat(fd).st_size > self._good_bytes:
+                os.ftruncate(fd, self._good_bytes)
+            self._fd = fd
+        return self._fd
+
+    def write_line(self, line: bytes) -> None:
+        """Write one complete line (the store's seam for simulated write errors).
+
+        Raises:
+            OSError: the write failed.
+        """
+        fd = self._open()
+        view = memoryview(line)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+
+    def append(self, kind: str, at: str, **data: Any) -> int:
+        """Append one entry and return its ``seq``.
+
+        Raises:
+            SessionError: ``write_failed`` naming the file (the entry is not counted).
+        """
+        seq = self.seq + 1
+        entry = {"seq": seq, "at": at, "kind": kind, **data}
+        try:
+            line = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
+        except UnicodeEncodeError:  # a lone surrogate: escaped JSON still round-trips
+            line = json.dumps(entry, separators=(",", ":"), default=str).encode() + b"\n"
+        try:
+            self.write_line(line)
+        except OSError as exc:
+            raise SessionError("write_failed", f"cannot append to the session journal {self.path}: "
+                               f"{exc.strerror or exc}", exit_code=1) from None
+        self.seq = seq
+        self.unsynced = True
+        return seq
+
+    def sync(self) -> None:
+        """fsync what was appended (a no-op when nothing is pending).
+
+        Raises:
+            SessionError: ``write_failed``.
+        """
+        if self._fd is None or not self.unsynced:
+            return
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise SessionError("write_failed", f"cannot flush the session journal {self.path}: "
+                               f"{exc.strerror or exc}", exit_code=1) from None
+        self.unsynced = False
+
+    def close(self) -> None:
+        """Close the file (after a best-effort fsync)."""
+        if self._fd is not None:
+            try:
+                os.fsync(self._fd)
+            except OSError:
+                pass
+            os.close(self._fd)
+            self._fd = None

@@ -1,0 +1,235 @@
+"""Checkpoints, restore and repair: the recovery part of :class:`~amos.sessions.SessionStore`.
+
+A mixin, so the store stays one object with one seam for writes (``write_file``) while
+this module keeps the recovery rules in one place (issue "Sessions that never lose
+work": checkpoints, restore, corruption and repair). Callers hold the session's run
+lock for every method that writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from amos.checkpoints import CheckpointInfo, Checkpoints
+from amos.errors import SessionError
+from amos.journal import read_journal, replay
+
+if TYPE_CHECKING:
+    from amos.journal import Journal
+    from amos.sessions import Session
+
+CHECKPOINT_REASONS = ("run_end", "waiting", "save", "before_restore", "before_compaction")
+"""Why a checkpoint was taken (``CheckpointInfo.reason``)."""
+
+
+@dataclass
+class RepairResult:
+    """What ``amos sessions repair`` did.
+
+    Attributes:
+        session: the session as written.
+        source: ``snapshot`` (it was readable), ``checkpoint N`` or ``journal``.
+        replayed: journal entries applied on top of the source.
+        set_aside: where the unreadable snapshot was moved, or None.
+        warnings: problems met (a torn journal line…).
+    """
+
+    session: Session
+    source: str
+    replayed: int
+    set_aside: Path | None
+    warnings: list[str]
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+class RecoveryDuties:
+    """Checkpoint, restore and repair methods of the session store."""
+
+    root: Path
+    warnings: list[str]
+    path: Callable[[str], Path]
+    session_dir: Callable[[str], Path]
+    journal_path: Callable[[str], Path]
+    write_file: Callable[[Path, bytes], None]
+    read_data: Callable[[str], dict[str, Any]]
+    save: Callable[[Session], Path]
+    journal: Callable[[Session], Journal]
+
+    def checkpoints_of(self, session_id: str) -> Checkpoints:
+        """The checkpoints folder of a session (writes go through ``write_file``)."""
+        return Checkpoints(self.session_dir(session_id) / "checkpoints", write=self.write_file)
+
+    def take_checkpoint(self, session: Session, reason: str, *, label: str | None = None,
+                        keep: int = 20) -> CheckpointInfo:
+        """Write an immutable checkpoint of ``session`` as it is in memory.
+
+        Args:
+            session: the session (its ``last_checkpoint`` advances).
+            reason: one of :data:`CHECKPOINT_REASONS`.
+            label: kept forever when given (``/session save NAME``).
+            keep: ``sessions.max_checkpoints``.
+
+        Raises:
+            SessionError: ``write_failed``.
+        """
+        folder = self.checkpoints_of(session.id)
+        number = max(folder.highest(), session.last_checkpoint) + 1
+        previous = session.last_checkpoint
+        session.last_checkpoint = number
+        journal = getattr(self, "_journals", {}).get(session.id)
+        if journal is not None:
+            session.journal_seq = journal.seq
+        info = CheckpointInfo(
+            number=number, created_at=datetime.now(UTC).isoformat(timespec="milliseconds"), label=label,
+            reason=reason, messages=len(session.messages),
+            last_verdict=session.last_stop.verdict if session.last_stop else None, journal_seq=session.journal_seq)
+        try:
+            info = folder.take(session.model_dump_json().encode(), info, keep=keep)
+        except SessionError:
+            session.last_checkpoint = previous
+            raise
+        if journal is not None:
+            journal.append("checkpoint", info.created_at, number=number, reason=reason, label=label)
+        return info
+
+    def restore(self, session: Session, number: int, *, keep: int = 20) -> Session:
+        """Replace ``session`` with checkpoint ``number``; the current state becomes a new
+        checkpoint first, so a restore can itself be undone.
+
+        The id, name, evidence scope, checkpoint counter and checker pins stay those of
+        the current session. The restored state is saved and journalled (``snapshot``).
+
+        Returns:
+            The restored session (the caller replaces its in-memory one).
+
+        Raises:
+            SessionError: ``not_found`` (no such checkpoint, listing the numbers),
+                ``corrupt``, ``too_new`` or ``write_failed``.
+        """
+        from amos.sessions import migrate, validate_session
+
+        folder = self.checkpoints_of(session.id)
+        where = str(folder.folder / f"{number:06d}.json")
+        restored = validate_session(migrate(folder.read(number), where), where)
+        self.save(session)
+        self.take_checkpoint(session, "before_restore", keep=keep)
+        restored = restored.model_copy(update={
+            "id": session.id, "name": session.name, "evidence_scope": session.evidence_scope,
+            "last_checkpoint": session.last_checkpoint, "created_at": session.created_at,
+            "host": restored.host.model_copy(update={"checker_pins": dict(session.host.checker_pins)}),
+        })
+        journal = self.journal(session)
+        journal.append("snapshot", datetime.now(UTC).isoformat(timespec="milliseconds"),
+                       session=restored.model_dump(mode="json"), restored_from=number)
+        journal.sync()
+        self.save(restored)
+        return restored
+
+    # ------------------------------------------------------------------ corruption
+
+    def set_aside(self, session_id: str, *, move: bool) -> Path | None:
+        """Keep a copy of an unreadable ``session.json`` as ``session.json.corrupt-<time>``.
+
+        A copy with the same bytes is never made twice. With ``move`` the original is
+        moved (repair is about to write a new one); otherwise it stays in place.
+
+        Returns:
+            The path of the kept copy, or None when there was no file.
+        """
+        path = self.path(session_id)
+        digest = _digest(path)
+        if digest is None:
+            return None
+        for old in sorted(path.parent.glob("session.json.corrupt-*")):
+            if _digest(old) == digest:
+                if move:
+                    os.unlink(path)
+                return old
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        aside = path.with_name(f"session.json.corrupt-{stamp}")
+        if move:
+            os.replace(path, aside)
+        else:
+            self.write_file(aside, path.read_bytes())
+        return aside
+
+    def recovery_source(self, session_id: str) -> str:
+        """What ``amos sessions repair`` would rebuild the session from, for messages."""
+        rows = self.checkpoints_of(session_id).list()
+        if rows:
+            return f"checkpoint {rows[-1].number} plus the journal"
+        first = read_journal(self.journal_path(session_id)).entries[:1]
+        if first and first[0].get("kind") == "snapshot":
+            return "the journal"
+        return ""
+
+    def corrupt_error(self, session_id: str, problem: str) -> SessionError:
+        """The ``corrupt`` error for an unreadable session: names the file and problem,
+        keeps a copy aside and says how to recover it."""
+        kept = ""
+        try:
+            aside = self.set_aside(session_id, move=False)
+            if aside is not None:
+                kept = f"; a copy was kept as {aside.name}"
+        except OSError:
+            pass
+        source = self.recovery_source(session_id)
+        hint = (f"; `amos sessions repair {session_id}` rebuilds it from {source}" if source
+                else "; no checkpoint or journal can rebuild it")
+        return SessionError("corrupt", f"{problem}{kept}{hint}")
+
+    def repair(self, session_id: str) -> RepairResult:
+        """Rebuild an unreadable session from its newest good checkpoint (or the start of
+        its journal) plus the journal entries after it, and write it as the snapshot.
+
+        A readable session is re-saved with its journal applied. The unreadable
+        snapshot is moved aside, never overwritten or deleted.
+
+        Raises:
+            SessionError: ``not_found``; ``corrupt`` when nothing can rebuild it.
+        """
+        from amos.sessions import migrate, validate_session
+
+        warnings: list[str] = []
+        journal_path = self.journal_path(session_id)
+        try:
+            data = self.read_data(session_id)
+            source = "snapshot"
+        except SessionError as exc:
+            if exc.code != "corrupt":
+                raise
+            data, source = self._repair_base(session_id, warnings)
+        found = read_journal(journal_path, after_seq=int(data.get("journal_seq") or 0))
+        warnings.extend(found.warnings)
+        applied, problems = replay(data, found.entries)
+        warnings.extend(problems)
+        where = f"{self.path(session_id)} (repaired from {source})"
+        session = validate_session(migrate(data, where), where)
+        session.id = session_id
+        aside = self.set_aside(session_id, move=True) if source != "snapshot" else None
+        self.save(session)
+        return RepairResult(session=session, source=source, replayed=applied, set_aside=aside, warnings=warnings)
+
+    def _repair_base(self, session_id: str, warnings: list[str]) -> tuple[dict[str, Any], str]:
+        for row in reversed(self.checkpoints_of(session_id).list()):
+            try:
+                return self.checkpoints_of(session_id).read(row.number), f"checkpoint {row.number}"
+            except SessionError as exc:
+                warnings.append(f"checkpoint {row.number} is unreadable: {exc}")
+        found = read_journal(self.journal_path(session_id))
+        if found.entries and found.entries[0].get("kind") == "snapshot":
+            return {"id": session_id, "journal_seq": 0, "version": 1}, "journal"
+        raise SessionError("corrupt", f"session {session_id} cannot be repaired: no readable checkpoint, and its "
+                           f"journal does not start with a snapshot ({self.path(session_id)})")
