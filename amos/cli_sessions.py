@@ -1,4 +1,4 @@
-"""``amos sessions list | show | delete``: manage saved sessions (spec/cli.md)."""
+"""``amos sessions list | show | delete | export``: manage saved sessions (spec/cli.md)."""
 
 from __future__ import annotations
 
@@ -124,3 +124,47 @@ def delete_session(
     except AmosError as exc:
         _fail(exc)
     typer.echo(f"deleted session {deleted}")
+
+
+EXPORT_FORMATS = ("md", "json")
+
+
+@sessions_app.command("export")
+def export_session(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id or name.")],
+    fmt: Annotated[str, typer.Option("--format", metavar="md|json",
+                                     help="md: readable Markdown; json: the whole session file.")] = "md",
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE",
+                                                help="Write to FILE (atomically) instead of stdout.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite FILE if it exists.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Export a session: the conversation, tool calls and stop receipt as Markdown, or its JSON.
+
+    Example: amos sessions export 20261130-101500-ab12cd --format md -o session.md
+    """
+    import os
+
+    from amos.atomic import atomic_write_text
+    from amos.errors import AmosError, SessionError, UsageError
+    from amos.session_export import export_json, export_markdown
+
+    try:
+        if fmt not in EXPORT_FORMATS:
+            raise UsageError(f"unknown export format {fmt!r}: --format accepts {' or '.join(EXPORT_FORMATS)}")
+        if output is not None and output.is_dir():
+            raise UsageError(f"{output} is a folder; give a file name with --output")
+        if output is not None and os.path.lexists(output) and not force:
+            raise UsageError(f"{output} already exists; use --force to overwrite it")
+        session = _store(config).load(session_id)
+    except AmosError as exc:
+        _fail(exc)
+    text = export_markdown(session) if fmt == "md" else export_json(session) + "\n"
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        atomic_write_text(output, text)
+    except OSError as exc:
+        _fail(SessionError("write_failed", f"cannot write {output}: {exc.strerror or exc}", exit_code=1))
+    typer.echo(f"wrote {output.resolve()}", err=True)
