@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from amos import __version__
+from amos.cli_checkpoints import register as register_checkpoints
 from amos.cli_config import config_app
 from amos.cli_evidence import evidence_app
 from amos.cli_sessions import sessions_app
@@ -37,7 +38,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(config_app, name="config", help="Show, check and trust configuration.")
-app.add_typer(sessions_app, name="sessions", help="List, show and delete saved sessions.")
+register_checkpoints(sessions_app)
+app.add_typer(sessions_app, name="sessions",
+              help="List, show, export, delete, checkpoint, restore and repair saved sessions.")
 app.add_typer(evidence_app, name="evidence", help="List, read and prune durable tool evidence.")
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (overrides user and project config).")]

@@ -123,7 +123,8 @@ def replay(data: dict[str, Any], entries: list[dict[str, Any]]) -> tuple[int, li
         entries: entries after the snapshot's ``journal_seq``, in order.
 
     Returns:
-        ``(entries applied, warnings)``. Replay stops at the first entry that does not
+        ``(state-changing entries applied, warnings)``; records for people advance
+        ``journal_seq`` without counting. Replay stops at the first entry that does not
         fit (a message index past the end), with a warning.
     """
     applied = 0
@@ -161,7 +162,7 @@ def replay(data: dict[str, Any], entries: list[dict[str, Any]]) -> tuple[int, li
                 else:
                     warnings.append(f"journal entry {entry['seq']}: field {name!r} is not replayed")
         data["journal_seq"] = entry["seq"]
-        applied += 1
+        applied += kind in ("message", "messages", "snapshot", "fields")
     return applied, warnings
 
 
