@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from amos.errors import AmosError, SessionError, SlashCommandError
 from amos.sessions import check_session_name
+from amos.slash.custom import CustomCommand, Skipped, expand, load_custom_commands
 from amos.slash.parser import parse_line, split_tokens
 
 DEFAULT_WINDOW_TOKENS = 32000
@@ -32,7 +34,9 @@ class SlashResult:
         error: ``{"code", "message"}`` when not ok.
         text: a rendering for people (plain text; JSON blocks where useful).
         action: what the front end should do next: ``quit``, ``clear``,
-            ``load_session`` (``action_arg`` is the id) or None.
+            ``load_session`` (``action_arg`` is the id), ``prompt`` (a custom
+            command: run ``action_arg``, the expanded prompt, exactly as if it had been
+            typed as a prompt) or None.
         save: True when the session changed and ``amos run`` should save it.
     """
 
@@ -81,19 +85,81 @@ def _json_block(data: Any) -> str:
 
 def _help(runner: Any, rest: str, line: str) -> SlashResult:
     tokens, _ = split_tokens(rest, 1)
+    customs, skipped = custom_commands(runner)
     if tokens:
         name = tokens[0].lstrip("/")
         cmd = COMMANDS.get(name)
-        if cmd is None:
-            raise SlashCommandError(f"unknown command /{name}; /help lists commands", usage=COMMANDS["help"].usage)
-        text = f"{cmd.usage}\n  {cmd.summary}" + (f"\n\n{cmd.details}" if cmd.details else "")
-        return SlashResult(command=line, result={"usage": cmd.usage, "summary": cmd.summary,
-                                                 "details": cmd.details or None}, text=text)
-    rows = [{"usage": c.usage, "summary": c.summary} for c in COMMANDS.values()]
+        custom = customs.get(name)
+        if cmd is not None:
+            ignored = "".join(f"\n\nignored: {s.source} (built-in commands cannot be replaced)"
+                              for s in skipped if s.builtin and s.name == name)
+            text = f"{cmd.usage}\n  {cmd.summary}" + (f"\n\n{cmd.details}" if cmd.details else "") + ignored
+            return SlashResult(command=line, result={"usage": cmd.usage, "summary": cmd.summary,
+                                                     "details": cmd.details or None}, text=text)
+        if custom is not None:
+            text = (f"{custom.usage}\n  {_custom_summary(custom, runner)}\n  file: {custom.source}\n\n"
+                    f"sends this prompt ($ARGUMENTS = the rest of the line, $1…$9 = its words):\n"
+                    f"{custom.template}")
+            return SlashResult(command=line, result={"usage": custom.usage, "summary": custom.description,
+                                                     "details": custom.template, "custom": True,
+                                                     "source": str(custom.source)}, text=text)
+        broken = _broken(skipped, name)
+        if broken is not None:
+            return _failed(line, "CUSTOM_COMMAND_INVALID",
+                           f"/{name} cannot be used: {broken.source}: {broken.reason}")
+        raise SlashCommandError(f"unknown command /{name}; /help lists commands", usage=COMMANDS["help"].usage)
+    rows: list[dict[str, Any]] = [{"usage": c.usage, "summary": c.summary} for c in COMMANDS.values()]
     width = max(len(r["usage"]) for r in rows)
     text = "\n".join(f"{r['usage']:<{width}}  {r['summary']}" for r in rows)
+    custom_rows = [{"usage": c.usage, "summary": _custom_summary(c, runner), "custom": True,
+                    "description": c.description, "arguments": c.arguments, "source": str(c.source)}
+                   for c in customs.values()]
+    if custom_rows:
+        width = max(len(r["usage"]) for r in custom_rows)
+        text += "\n\nCustom commands (each sends its prompt to the model; /help NAME shows it):\n"
+        text += "\n".join(f"{r['usage']:<{width}}  {r['summary']}" for r in custom_rows)
+    warnings = [str(s) for s in skipped]
+    if warnings:
+        text += "\n\nSkipped command files:\n" + "\n".join(f"  {w}" for w in warnings)
     text += "\n\nA line that does not start with / is a prompt; //text sends the prompt /text."
-    return SlashResult(command=line, result={"commands": rows}, text=text)
+    return SlashResult(command=line, result={"commands": rows + custom_rows, "custom_warnings": warnings},
+                       text=text)
+
+
+def custom_commands(runner: Any) -> tuple[dict[str, CustomCommand], list[Skipped]]:
+    """The custom commands this runner sees (read afresh from disk on every call).
+
+    Looked up in the runner's workspace (``commands/``, ``.claude/commands/``), the user
+    config folder (``<config>/commands/``), then the commands bundled with amos;
+    built-in names are never replaced (:func:`amos.slash.custom.load_custom_commands`).
+
+    Args:
+        runner: the ``AgentRunner`` (only ``workspace`` is read).
+
+    Returns:
+        ``(commands by name, skipped files)``.
+    """
+    from amos import paths
+
+    return load_custom_commands(Path(runner.workspace), paths.config_dir(), frozenset(COMMANDS))
+
+
+def _broken(skipped: list[Skipped], name: str) -> Skipped | None:
+    return next((s for s in skipped if s.name == name and not s.builtin), None)
+
+
+def _custom_summary(command: CustomCommand, runner: Any) -> str:
+    """``description · custom, commands/greet.md``: what /help and the TUI show."""
+    source = command.source
+    if command.origin == "bundled":
+        where = f"bundled with amos ({source.name})"
+    else:
+        try:
+            where = str(source.relative_to(Path(runner.workspace)))
+        except ValueError:
+            home = Path.home()
+            where = ("~/" + str(source.relative_to(home))) if source.is_relative_to(home) else str(source)
+    return f"{command.description or 'custom prompt'} · custom, {where}"
 
 
 def _context(runner: Any, rest: str, line: str) -> SlashResult:
@@ -383,18 +449,36 @@ def execute_line(runner: Any, line: str) -> SlashResult:
         runner: the ``AgentRunner`` (host API only).
         line: the line as typed, starting with ``/``.
 
+    A name that is not a built-in is looked up among the custom commands
+    (:func:`custom_commands`); one found returns ``action="prompt"`` with the expanded
+    prompt in ``action_arg`` and ``result`` ``{"custom", "source", "prompt"}``; running
+    it is the front end's job. Nothing else happens: no model call, no host code.
+
     Returns:
         The command's result.
 
     Raises:
         SlashCommandError: unknown command or bad arguments (usage attached; nothing
-            changed).
+            changed); code ``CUSTOM_COMMAND_INVALID`` for a command file that could not
+            be read (the one-line reason is the message).
     """
     parsed = parse_line(line)
     if parsed.kind != "command":
         raise SlashCommandError("not a slash command", usage="/help")
-    command = COMMANDS.get(parsed.name or "")
-    if command is None:
-        raise SlashCommandError(f"unknown command /{parsed.name}; /help lists commands", usage="/help [command]",
-                                code="UNKNOWN_COMMAND")
-    return command.handler(runner, parsed.rest, line)
+    name = parsed.name or ""
+    command = COMMANDS.get(name)
+    if command is not None:
+        return command.handler(runner, parsed.rest, line)
+    customs, skipped = custom_commands(runner) if name else ({}, [])
+    custom = customs.get(name)
+    if custom is not None:
+        prompt = expand(custom, parsed.rest)
+        return SlashResult(command=line, result={"custom": custom.name, "source": str(custom.source),
+                                                 "prompt": prompt},
+                           text=prompt, action="prompt", action_arg=prompt)
+    broken = _broken(skipped, name)
+    if broken is not None:
+        raise SlashCommandError(f"/{name} cannot be used: {broken.source}: {broken.reason}",
+                                code="CUSTOM_COMMAND_INVALID")
+    raise SlashCommandError(f"unknown command /{parsed.name}; /help lists commands", usage="/help [command]",
+                            code="UNKNOWN_COMMAND")
