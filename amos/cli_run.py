@@ -243,6 +243,9 @@ def _run_slash(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
         else:
             print(f"amos: {exc}" + (f"\nusage: {exc.usage}" if exc.usage else ""), file=sys.stderr)
         return 2
+    if result.action == "prompt" and result.action_arg is not None:
+        # A custom command (commands/NAME.md): its expanded prompt runs like a typed prompt.
+        return _render_run(runner, runner.run(result.action_arg), json_out, quiet)
     if runner.store is not None and result.ok:
         runner.save()  # a failed command changes nothing, not even the session's updated_at
     if json_out:
