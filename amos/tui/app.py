@@ -11,6 +11,7 @@ input stays usable; Ctrl+C (or Esc twice) cancels a run, which then ends with a
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 from rich.text import Text
 from textual import work
+from textual.actions import SkipAction
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Static
@@ -36,7 +38,7 @@ from amos.events import (
 )
 from amos.host import Opened, RunOptions, open_runner
 from amos.policy.stop import StopReceipt
-from amos.slash import execute_line, parse_line
+from amos.slash import COMMANDS, CustomCommand, custom_commands, execute_line, parse_line
 from amos.tui.screens.approval import ApprovalAnswer, ApprovalScreen
 from amos.tui.texts import demo_banner, exit_message, resumed_notice
 from amos.tui.widgets import (
@@ -96,6 +98,7 @@ class AmosApp(App[int]):
         Binding("ctrl+c", "interrupt", "Cancel run", show=False, priority=True),
         Binding("escape", "escape", "Cancel run (twice)", show=False),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+        Binding("tab", "complete_custom", "Complete a custom command", show=False, priority=True),
     ]
 
     def __init__(self, runner: Any, opened: Opened | None = None, *, options: RunOptions | None = None) -> None:
@@ -117,6 +120,7 @@ class AmosApp(App[int]):
         self._run_started = 0.0
         self._frame = 0
         self._ticker: Any = None
+        self._customs: dict[str, CustomCommand] = {}
 
     # ------------------------------------------------------------------ layout
 
@@ -154,6 +158,7 @@ class AmosApp(App[int]):
         if self.options is not None and self.options.session:
             await conv.add_notice(resumed_notice(self.runner))
         self._refresh_status()
+        self._reload_customs()
         self.prompt_input.focus()
         if self.runner.is_waiting:
             await conv.add_notice("this session paused waiting for approval of held tool calls; "
@@ -234,7 +239,7 @@ class AmosApp(App[int]):
         """While a slash command is typed, show its usage (or the matching names)."""
         if event.input is not self.prompt_input:
             return
-        hint = command_hint(event.value)
+        hint = self._custom_hint(event.value) or command_hint(event.value)
         if hint:
             self._show_hint(hint)
         elif self._notice_hint:
@@ -254,7 +259,6 @@ class AmosApp(App[int]):
             return
         parsed = parse_line(line)
         if parsed.kind == "command":
-            self._take_line(line)
             await self._run_command(line)
             return
         if self._busy:
@@ -283,17 +287,27 @@ class AmosApp(App[int]):
         self._start(events)
 
     async def _run_command(self, line: str) -> None:
+        """Run a slash command; a custom command's prompt starts a run like a typed prompt."""
         conv = self.conversation
-        await conv.add_prompt(line)
         try:
             result = execute_line(self.runner, line)
-        except SlashCommandError as exc:
-            message = f"{exc}; usage: {exc.usage}" if exc.usage else str(exc)
-            await conv.add_notice(message, "error")
-            return
         except AmosError as exc:
-            await conv.add_notice(str(exc), "error")
+            self._take_line(line)
+            await conv.add_prompt(line)
+            usage = exc.usage if isinstance(exc, SlashCommandError) else None
+            await conv.add_notice(f"{exc}; usage: {usage}" if usage else str(exc), "error")
             return
+        finally:
+            self._reload_customs()
+        if result.action == "prompt" and result.action_arg is not None:
+            if self._busy:  # like a typed prompt: refused, and the line stays in the input
+                self.show_notice_line(BUSY_NOTICE, "warning", transient=True)
+                return
+            self._take_line(line)
+            await self.send_prompt(result.action_arg)
+            return
+        self._take_line(line)
+        await conv.add_prompt(line)
         if result.action == "clear":
             await conv.clear()
         elif result.action == "quit":
@@ -304,12 +318,62 @@ class AmosApp(App[int]):
             await self.load_session(result.action_arg)
             return
         await conv.add_command_output(result.text, result.result, ok=result.ok, command=line)
+        if isinstance(result.result, dict):  # /help: command files that were skipped, and why
+            for warning in result.result.get("custom_warnings") or []:
+                await conv.add_notice(warning, "warning")
         if result.save and self._autosave():
             try:
                 self.runner.save()
             except AmosError as exc:
                 await conv.add_notice(f"not saved: {exc}", "error")
         self._refresh_status()
+
+    # ------------------------------------------------------------------ custom commands
+
+    def _reload_customs(self) -> None:
+        """Re-read the custom commands (``commands/*.md``) the hints and Tab offer."""
+        try:
+            self._customs = custom_commands(self.runner)[0]
+        except Exception:  # noqa: BLE001 - hints are a convenience; execute_line reports problems
+            self._customs = {}
+
+    def _custom_hint(self, value: str) -> str | None:
+        """The notice-line hint when ``value`` names (or starts) a custom command, else None."""
+        if not value.startswith("/") or value.startswith("//") or not self._customs:
+            return None
+        name, space, _ = value[1:].partition(" ")
+        custom = self._customs.get(name)  # never a built-in name (those files are skipped)
+        if custom is not None:
+            return f"{custom.usage} — {custom.description or 'custom prompt'} (custom, {custom.source.name})"
+        if space or name in COMMANDS:
+            return None
+        names = sorted({n for n in [*COMMANDS, *self._customs] if n.startswith(name)})
+        if not any(n in self._customs for n in names):
+            return None
+        return "Tab completes: " + " ".join(f"/{n}" for n in names)
+
+    def action_complete_custom(self) -> None:
+        """Tab in the input, where a custom command is among the completions: complete it.
+
+        Every other Tab (built-in names only, prompts, other widgets) is skipped to the
+        input's own completion or the usual focus change.
+        """
+        field = self.focused
+        if (not isinstance(field, PromptInput) or not field.value.startswith("/")
+                or field.value.startswith("//") or field.cursor_position != len(field.value)):
+            raise SkipAction()
+        value = field.value
+        word, space, _ = value[1:].partition(" ")
+        if space:  # subcommands and /help's argument are the input's own job
+            raise SkipAction()
+        names = sorted({n for n in [*COMMANDS, *self._customs] if n.startswith(word)})
+        if not any(n in self._customs and n not in COMMANDS for n in names):
+            raise SkipAction()
+        field.value = (f"/{names[0]} " if len(names) == 1
+                       else "/" + max(word, os.path.commonprefix(names), key=len))
+        field.cursor_position = len(field.value)
+        if len(names) > 1:  # posted, so it follows the Changed message the new value sends
+            field.post_message(PromptInput.Hint("matches: " + "  ".join(f"/{n}" for n in names)))
 
     # ------------------------------------------------------------------ runs
 
@@ -503,6 +567,7 @@ class AmosApp(App[int]):
         await self._show_history()
         await conv.add_notice(resumed_notice(runner, "loaded"))
         self._refresh_status()
+        self._reload_customs()
         if runner.is_waiting:
             await conv.add_notice("this session paused waiting for approval; asking you now", "approval")
             self._start(runner.resume())
