@@ -195,8 +195,10 @@ class Journal:
     """Appends entries to one session's ``journal.jsonl``.
 
     Each entry is written with one ``write`` call on a file opened ``O_APPEND`` (so it
-    reaches the OS at once); :meth:`sync` fsyncs. Not thread-safe: the runner appends
-    from the event loop only.
+    reaches the OS at once); :meth:`sync` fsyncs. An append that fails (a full disk) is
+    cut back to the last complete entry before anything else is appended, so a partial
+    line never hides the entries after it. Not thread-safe: the runner appends from the
+    event loop only.
 
     Args:
         path: the journal file (created 0600).
@@ -210,16 +212,35 @@ class Journal:
         self.seq = last_seq
         self._good_bytes = good_bytes
         self._fd: int | None = None
+        self._end = 0  # bytes of complete entries in the file
+        self._torn = False  # a failed append left part of a line that could not be cut off yet
         self.unsynced = False
 
     def _open(self) -> int:
         if self._fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            if self._good_bytes is not None and os.fstat(fd).st_size > self._good_bytes:
-                os.ftruncate(fd, self._good_bytes)
-            self._fd = fd
+            try:
+                size = os.fstat(fd).st_size
+                if self._good_bytes is not None and size > self._good_bytes:
+                    os.ftruncate(fd, self._good_bytes)
+                    size = self._good_bytes
+            except OSError:
+                os.close(fd)
+                raise
+            self._fd, self._end = fd, size
         return self._fd
+
+    def _cut_back(self) -> None:
+        """Remove whatever a failed append left after the last complete entry, so a later
+        append never follows a partial line (a reader stops at the first bad line)."""
+        if self._fd is None:
+            return
+        try:
+            os.ftruncate(self._fd, self._end)
+            self._torn = False
+        except OSError:
+            self._torn = True
 
     def write_line(self, line: bytes) -> None:
         """Write one complete line (the store's seam for simulated write errors).
@@ -246,10 +267,15 @@ class Journal:
         except UnicodeEncodeError:  # a lone surrogate: escaped JSON still round-trips
             line = json.dumps(entry, separators=(",", ":"), default=str).encode() + b"\n"
         try:
+            if self._torn:
+                os.ftruncate(self._open(), self._end)
+                self._torn = False
             self.write_line(line)
         except OSError as exc:
+            self._cut_back()
             raise SessionError("write_failed", f"cannot append to the session journal {self.path}: "
                                f"{exc.strerror or exc}", exit_code=1) from None
+        self._end += len(line)
         self.seq = seq
         self.unsynced = True
         return seq

@@ -8,6 +8,7 @@ lock for every method that writes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Callable
@@ -101,7 +102,10 @@ class RecoveryDuties:
             session.last_checkpoint = previous
             raise
         if journal is not None:
-            journal.append("checkpoint", info.created_at, number=number, reason=reason, label=label)
+            # A record for people: the checkpoint is already complete on disk, and a
+            # failing journal is reported by its writer, so a failure here is not an error.
+            with contextlib.suppress(SessionError):
+                journal.append("checkpoint", info.created_at, number=number, reason=reason, label=label)
         return info
 
     def restore(self, session: Session, number: int, *, keep: int = 20) -> Session:
