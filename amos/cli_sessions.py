@@ -129,6 +129,28 @@ def delete_session(
 EXPORT_FORMATS = ("md", "json")
 
 
+def _journal_receipts(store, session_id: str) -> list:
+    """Stop receipts of the session's earlier runs, from its journal (the session file
+    keeps only the latest); a receipt that does not validate is skipped."""
+    from pydantic import ValidationError
+
+    from amos.errors import SessionError
+    from amos.journal import read_journal, run_receipts
+    from amos.policy.stop import StopReceipt
+
+    try:
+        entries = read_journal(store.journal_path(session_id)).entries
+    except SessionError:
+        return []
+    receipts = []
+    for data in run_receipts(entries):
+        try:
+            receipts.append(StopReceipt.model_validate(data))
+        except ValidationError:
+            continue
+    return receipts
+
+
 @sessions_app.command("export")
 def export_session(
     session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id or name.")],
@@ -156,10 +178,12 @@ def export_session(
             raise UsageError(f"{output} is a folder; give a file name with --output")
         if output is not None and os.path.lexists(output) and not force:
             raise UsageError(f"{output} already exists; use --force to overwrite it")
-        session = _store(config).load(session_id)
+        store = _store(config)
+        session = store.load(session_id)
     except AmosError as exc:
         _fail(exc)
-    text = export_markdown(session) if fmt == "md" else export_json(session) + "\n"
+    text = (export_markdown(session, receipts=_journal_receipts(store, session.id)) if fmt == "md"
+            else export_json(session) + "\n")
     if output is None:
         typer.echo(text, nl=False)
         return

@@ -166,6 +166,36 @@ def replay(data: dict[str, Any], entries: list[dict[str, Any]]) -> tuple[int, li
     return applied, warnings
 
 
+def run_receipts(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stop receipts of the runs in the history the journal ends with, oldest first.
+
+    Each ``run_finished`` event adds its receipt. A ``snapshot`` entry after the first
+    (a restored checkpoint) rewinds the list to the runs that history holds: up to and
+    including the run of its ``last_stop`` (none when it has no ``last_stop``), so the
+    receipts of runs a restore undid are left out.
+
+    Args:
+        entries: journal entries in order (:func:`read_journal`).
+
+    Returns:
+        Receipts as JSON objects (the caller validates them).
+    """
+    receipts: list[dict[str, Any]] = []
+    for entry in entries:
+        kind = entry.get("kind")
+        if kind == "event":
+            event = entry.get("event")
+            if isinstance(event, dict) and event.get("event_kind") == "run_finished" \
+                    and isinstance(event.get("receipt"), dict):
+                receipts.append(event["receipt"])
+        elif kind == "snapshot" and receipts:
+            last = (entry.get("session") or {}).get("last_stop") if isinstance(entry.get("session"), dict) else None
+            last_id = last.get("execution_id") if isinstance(last, dict) else None
+            ids = [r.get("execution_id") for r in receipts]
+            receipts = receipts[:len(ids) - ids[::-1].index(last_id)] if last_id in ids else []
+    return receipts
+
+
 def tail_seq(path: Path, window: int = 65536) -> int:
     """``seq`` of the last complete entry, reading only the file's tail (0 when none).
 
