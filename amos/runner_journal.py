@@ -12,6 +12,7 @@ is on whenever the session is autosaved. Uses the runner's ``session``, ``store`
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +32,11 @@ JOURNALLED_FIELDS = ("title", "name", "host", "provider_state", "usage", "loop",
                      "doom_loop", "evidence_recent", "task_state", "model_calls", "estimator")
 """Session fields written to the journal at the end of every run."""
 
+WATCHED_FIELDS = ("title", "provider_state")
+"""Session fields journalled as soon as they change during a run (with the next event), so
+a run killed before its end keeps its title and the provider's position (the scripted
+provider's turn counter is part of the session)."""
+
 
 class JournalDuties:
     """Journal and checkpoint host API of the runner."""
@@ -45,6 +51,7 @@ class JournalDuties:
     _journaled: int = 0
     _journal_error: str | None = None
     _journal_warned: bool = False
+    _journal_watched: dict[str, Any] | None = None
 
     @property
     def max_checkpoints(self) -> int:
@@ -56,6 +63,7 @@ class JournalDuties:
         """Start journalling (first run of this runner): the snapshot is written first
         when the session has none yet. A failure is reported by :meth:`_journal_problem`."""
         self._journal_warned = False
+        self._journal_error = None  # a failure of an earlier run was reported with that run
         if not self.autosave or self._journal is not None:
             return
         try:
@@ -66,6 +74,7 @@ class JournalDuties:
             self._journal_error = f"session journal unavailable, so a crash during this run may lose it: {exc}"
             return
         self._journaled = len(self.session.messages)
+        self._journal_watched = {name: _copy(getattr(self.session, name)) for name in WATCHED_FIELDS}
 
     def _journal_write(self, kind: str, **data: Any) -> bool:
         """Append one entry; False (and the error kept for a notice) when it failed."""
@@ -80,8 +89,15 @@ class JournalDuties:
             return False
         return True
 
-    def _journal_messages(self) -> None:
-        """Append the messages added since the last call (kept for a retry on failure)."""
+    def _journal_messages(self, skip: tuple[str, ...] = ()) -> None:
+        """Append any watched field that changed (except ``skip``), then the messages
+        added since the last call (kept for a retry on failure)."""
+        watched = self._journal_watched
+        if watched is not None:
+            changed = {name: _copy(getattr(self.session, name)) for name in WATCHED_FIELDS
+                       if name not in skip and _dump(getattr(self.session, name)) != watched.get(name)}
+            if changed and self._journal_write("fields", fields=changed):
+                watched.update(changed)
         messages = self.session.messages
         if self._journaled > len(messages):  # the history was replaced (restore, compaction)
             if self._journal_write("messages", messages=[m.model_dump(mode="json") for m in messages]):
@@ -112,8 +128,11 @@ class JournalDuties:
         """Journal the current value of some session fields (a host edit or a run's end)."""
         if self._journal is None:
             return
-        self._journal_messages()
-        self._journal_write("fields", fields={name: _dump(getattr(self.session, name)) for name in names})
+        self._journal_messages(skip=names)
+        if self._journal_write("fields", fields={name: _dump(getattr(self.session, name)) for name in names}) \
+                and self._journal_watched is not None:
+            self._journal_watched.update({name: _copy(getattr(self.session, name))
+                                          for name in names if name in WATCHED_FIELDS})
 
     def _journal_problem(self) -> Notice | None:
         """An error notice for the first journal failure of this run, else None."""
@@ -183,6 +202,11 @@ class JournalDuties:
         self.session = restored
         self._journaled = len(restored.messages)
         return restored
+
+
+def _copy(value: Any) -> Any:
+    """A detached JSON copy of a session field (a provider mutates its state in place)."""
+    return json.loads(json.dumps(_dump(value), default=str))
 
 
 def _dump(value: Any) -> Any:
