@@ -17,7 +17,9 @@ Kinds that change state when replayed:
   a restored checkpoint), so the journal alone can rebuild the session.
 
 Every other kind (``event``, ``approval``, ``checkpoint``, ``restore``, ``note``) is a
-record for people and exports; replaying it changes nothing.
+record for people and exports; replaying it changes nothing, except that a ``checkpoint``
+entry (``{"number", "reason", "label"}``) advances ``last_checkpoint`` (a checkpoint is
+taken just after a save, so the snapshot names the one before it).
 """
 
 from __future__ import annotations
@@ -161,6 +163,8 @@ def replay(data: dict[str, Any], entries: list[dict[str, Any]]) -> tuple[int, li
                     data[name] = value
                 else:
                     warnings.append(f"journal entry {entry['seq']}: field {name!r} is not replayed")
+        elif kind == "checkpoint" and isinstance(entry.get("number"), int):
+            data["last_checkpoint"] = max(int(data.get("last_checkpoint") or 0), entry["number"])
         data["journal_seq"] = entry["seq"]
         applied += kind in ("message", "messages", "snapshot", "fields")
     return applied, warnings

@@ -493,9 +493,15 @@ class SessionStore(RecoveryDuties):
                 cost_usd=usage.get("cost_usd") if isinstance(usage.get("cost_usd"), (int, float)) else None)
         except (SessionError, ValueError, AttributeError, TypeError, RecursionError) as exc:
             reason = str(exc).removeprefix(f"{path}: ")
+            if getattr(exc, "code", "corrupt") == "corrupt":  # a newer version is not broken: upgrade amos
+                try:
+                    source = self.recovery_source(session_id)
+                except SessionError:
+                    source = ""
+                reason += (f" — `amos sessions repair {session_id}` rebuilds it from {source}" if source
+                           else " — no checkpoint or journal can rebuild it")
             return SessionSummary(id=session_id, name=None, title=None, updated_at="", messages=0,
-                                  last_verdict=None, model=None, path=str(path),
-                                  broken=f"{reason} — `amos sessions repair {session_id}` can recover it")
+                                  last_verdict=None, model=None, path=str(path), broken=reason)
 
     def delete(self, id_or_name: str) -> str:
         """Delete a session folder; returns the id deleted.
