@@ -327,13 +327,14 @@ def _session(runner: Any, rest: str, line: str) -> SlashResult:
             except SessionError as exc:
                 raise SlashCommandError(str(exc), usage="/session save [NAME]") from None
         try:
-            path = runner.save(name)
+            checkpoint = runner.save_checkpoint(name)
         except SessionError as exc:
             return _failed(line, exc.code.upper(), str(exc))
+        path = runner.session_path
         return SlashResult(command=line, result={"session_id": runner.session_id, "name": runner.session.name,
-                                                 "path": str(path)},
+                                                 "path": str(path), "checkpoint": checkpoint.number},
                            text=f"saved session {runner.session_id}" + (f" as {name!r}" if name else "")
-                           + f" to {path}")
+                           + f" to {path} (checkpoint {checkpoint.number})")
     if sub == "list":
         if remainder:
             raise SlashCommandError("/session list takes no arguments", usage="/session list")
@@ -358,8 +359,29 @@ def _session(runner: Any, rest: str, line: str) -> SlashResult:
             return _failed(line, exc.code.upper(), str(exc))
         return SlashResult(command=line, result={"session_id": session_id}, text=f"loading session {session_id}",
                            action="load_session", action_arg=session_id)
-    if sub in ("checkpoints", "restore"):
-        return _not_available(f"/session {sub}", "checkpoints arrive with the sessions capability")(runner, rest, line)
+    if sub == "checkpoints":
+        if remainder.strip():
+            raise SlashCommandError("/session checkpoints takes no arguments", usage="/session checkpoints")
+        from amos.cli_checkpoints import checkpoint_rows_text
+
+        rows = runner.list_checkpoints()
+        return SlashResult(command=line, result={"checkpoints": [r.model_dump() for r in rows]},
+                           text=checkpoint_rows_text(rows))
+    if sub == "restore":
+        numbers, extra = split_tokens(remainder, 1)
+        if not numbers or extra or not numbers[0].isdigit() or int(numbers[0]) < 1:
+            raise SlashCommandError("/session restore needs one checkpoint number (see /session checkpoints)",
+                                    usage="/session restore N")
+        try:
+            restored = runner.restore_checkpoint(int(numbers[0]))
+        except SessionError as exc:
+            return _failed(line, exc.code.upper(), str(exc))
+        undo = restored.last_checkpoint
+        return SlashResult(command=line, result={"session_id": runner.session_id, "restored": int(numbers[0]),
+                                                 "undo_checkpoint": undo, "messages": len(restored.messages)},
+                           text=f"restored checkpoint {numbers[0]} ({len(restored.messages)} messages); "
+                                f"/session restore {undo} undoes this",
+                           action="reload_session", action_arg=runner.session_id)
     raise SlashCommandError(f"unknown /session subcommand {sub!r}" if sub else "/session needs a subcommand",
                             usage=COMMANDS["session"].usage)
 

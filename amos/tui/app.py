@@ -313,9 +313,9 @@ class AmosApp(App[int]):
         elif result.action == "quit":
             await self.quit_app(save=True)
             return
-        elif result.action == "load_session" and result.action_arg:
+        elif result.action in ("load_session", "reload_session") and result.action_arg:
             await conv.add_command_output(result.text)
-            await self.load_session(result.action_arg)
+            await self.load_session(result.action_arg, reload=result.action == "reload_session")
             return
         await conv.add_command_output(result.text, result.result, ok=result.ok, command=line)
         if isinstance(result.result, dict):  # /help: command files that were skipped, and why
@@ -538,17 +538,20 @@ class AmosApp(App[int]):
     def _autosave(self) -> bool:
         return self.runner.autosave
 
-    async def load_session(self, session_id: str) -> None:
+    async def load_session(self, session_id: str, *, reload: bool = False) -> None:
         """Replace the current session with a saved one (``/session load``).
 
         Args:
             session_id: the resolved id of the session to load.
+            reload: reopen the current session from disk (after ``/session restore``).
         """
         conv = self.conversation
         if self._busy:
             await conv.add_notice("a run is active; wait for it to end or cancel it first", "error")
             return
-        if session_id == self.runner.session_id:
+        if reload and session_id == self.runner.session_id:
+            self.runner.close()  # releases the lock so the session can be reopened; never saves
+        elif session_id == self.runner.session_id:
             await conv.add_notice(f"session {session_id} is already open")
             return
         base = self.options or RunOptions(cwd=self.runner.workspace)
