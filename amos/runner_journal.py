@@ -142,7 +142,8 @@ class JournalDuties:
         return Notice(level="error", text=f"not durable: {self._journal_error}")
 
     def _journal_close(self) -> None:
-        if self._journal is not None and self.store is not None:
+        # Also when this runner never ran: a restore opens the store's journal of the session.
+        if self.store is not None:
             self.store.close_journal(self.session.id)
         self._journal = None
 
