@@ -246,6 +246,12 @@ def _run_slash(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
     if result.action == "prompt" and result.action_arg is not None:
         # A custom command (commands/NAME.md): its expanded prompt runs like a typed prompt.
         return _render_run(runner, runner.run(result.action_arg), json_out, quiet)
+    if result.action == "compact":
+        import asyncio
+
+        from amos.slash.commands import compact_result
+
+        result = compact_result(line, asyncio.run(runner.compact(result.action_arg or None)))
     if runner.store is not None and result.ok:
         runner.save()  # a failed command changes nothing, not even the session's updated_at
     if json_out:

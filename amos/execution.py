@@ -88,6 +88,8 @@ class Execution:
     pending: PendingApproval | None = None
     queue: asyncio.Queue | None = None
     usage_at_start: Usage = field(default_factory=Usage)
+    turn_model: str = ""
+    """Model spec of the current model call (an escalation model may differ)."""
     finish_detail: str | None = None
     policy: LoopPolicy | None = None
     guard: LoopGuard | None = None

@@ -11,7 +11,7 @@ provider's ``last_message_role`` matcher sees (spec/scripted-provider.md).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -96,14 +96,15 @@ class Message(_Frozen):
         role: ``user``, ``assistant`` or ``tool``.
         parts: text, tool-call or tool-result parts.
         kind: what produced a ``user`` message: ``prompt`` (a person), ``feedback``
-            (host feedback such as a failed completion check) — host feedback is
-            labelled so model text can never pass for it.
+            (host feedback such as a failed completion check), ``summary`` (a
+            compaction summary standing for older messages) — host messages are
+            labelled so model text can never pass for them.
         provider_details: provider leftovers for the whole message.
     """
 
     role: Literal["user", "assistant", "tool"]
     parts: tuple[Part, ...] = ()
-    kind: Literal["prompt", "feedback", "turn", "result"] = "prompt"
+    kind: Literal["prompt", "feedback", "summary", "turn", "result"] = "prompt"
     provider_details: dict[str, Any] | None = None
 
     @property
@@ -142,15 +143,21 @@ class Usage(BaseModel):
             included in ``input_tokens``).
         reasoning_tokens: hidden reasoning tokens (tokens; included in ``output_tokens``).
         model_calls: number of model calls counted.
+        cost_usd: price of the counted calls whose model ``genai-prices`` knows (US
+            dollars); None when no counted call had a known price — never a guess.
     """
 
     model_config = ConfigDict(extra="forbid")
+
+    TOKEN_FIELDS: ClassVar[tuple[str, ...]] = (
+        "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "model_calls")
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
     reasoning_tokens: int = 0
     model_calls: int = 0
+    cost_usd: float | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -164,6 +171,15 @@ class Usage(BaseModel):
         self.cached_tokens += other.cached_tokens
         self.reasoning_tokens += other.reasoning_tokens
         self.model_calls += other.model_calls
+        if other.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
+
+    def since(self, start: Usage) -> Usage:
+        """The usage added after ``start`` (a copy of this usage taken earlier)."""
+        delta = Usage(**{name: getattr(self, name) - getattr(start, name) for name in self.TOKEN_FIELDS})
+        if self.cost_usd is not None:
+            delta.cost_usd = self.cost_usd - (start.cost_usd or 0.0)
+        return delta
 
 
 MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])

@@ -39,6 +39,7 @@ from amos.policy.stop import LoopDiagnostics
 from amos.policy.verifiers import CheckerError, run_command_check
 from amos.providers.base import FinishEvent, Provider, TextDeltaEvent, ToolCallEvent
 from amos.receipts import build_receipt
+from amos.runner_context import ContextDuties
 from amos.runner_evidence import EvidenceDuties
 from amos.runner_journal import JOURNALLED_FIELDS, JournalDuties
 from amos.runner_policy import PolicyDuties
@@ -56,7 +57,7 @@ _END = object()
 log = logging.getLogger("amos.runner")
 
 
-class AgentRunner(JournalDuties, TaskDuties, PolicyDuties, EvidenceDuties, ToolRounds):
+class AgentRunner(JournalDuties, ContextDuties, TaskDuties, PolicyDuties, EvidenceDuties, ToolRounds):
     """The managed agent loop over one session.
 
     Build one with :func:`amos.host.open_runner`. Only one run may be active at a
@@ -455,6 +456,7 @@ class AgentRunner(JournalDuties, TaskDuties, PolicyDuties, EvidenceDuties, ToolR
     def _turn_provider(self, ex: Execution) -> Provider:
         """The provider for this request: the session's, or the doom-loop escalation model."""
         model = self.doom.take_escalation() if self.doom is not None else None
+        ex.turn_model = self.model_spec
         if model is None or self._provider_factory is None:
             return self.provider
         try:
@@ -463,11 +465,13 @@ class AgentRunner(JournalDuties, TaskDuties, PolicyDuties, EvidenceDuties, ToolR
             self._emit(ex, Notice(level="error", text=f"doom loop: cannot escalate to {model}: {exc}"))
             return self.provider
         self._emit(ex, Notice(level="warning", text=f"doom loop: this turn runs on the escalation model {model}"))
+        ex.turn_model = model
         return provider
 
     async def _model_turn(self, ex: Execution) -> tuple[str, list[ToolCallPart]] | None:
-        if self._protected_overflow(ex):
+        if await self._fit_context(ex):
             return None
+        estimated = self.estimate_request_tokens()
         request = build_request(self.request_system_prompt(), self.session.messages, self.tools.specs())
         provider = self._turn_provider(ex)
         text: list[str] = []
@@ -499,9 +503,10 @@ class AgentRunner(JournalDuties, TaskDuties, PolicyDuties, EvidenceDuties, ToolR
         if finish is None:
             ex.stop("provider_error", "bad_response", "the model stream ended without a finish reason")
             return None
-        reported = {name: max(0, int(getattr(finish.usage, name) or 0)) for name in Usage.model_fields}
+        reported = {name: max(0, int(getattr(finish.usage, name) or 0)) for name in Usage.TOKEN_FIELDS}
         reported["model_calls"] = max(1, reported["model_calls"])
-        ex.record.usage.add(Usage(**reported))  # negative counts from a server must not defeat token_budget
+        # Negative counts from a server must not defeat token_budget.
+        ex.record.usage.add(self._record_call(Usage(**reported), ex.turn_model, "turn", estimated))
         joined = mask_text("".join(text), self.settings.secrets)
         parts: list[Any] = [TextPart(text=joined)] if joined else []
         parts.extend(calls)
@@ -576,9 +581,7 @@ class AgentRunner(JournalDuties, TaskDuties, PolicyDuties, EvidenceDuties, ToolR
             self.session.last_stop = receipt
             if self.tasks is not None:
                 self.session.task_state = self.tasks.to_snapshot()
-            self.session.usage.add(Usage(**{
-                name: getattr(rec.usage, name) - getattr(ex.usage_at_start, name)
-                for name in Usage.model_fields}))
+            self.session.usage.add(rec.usage.since(ex.usage_at_start))
             self._journal_fields(*JOURNALLED_FIELDS)
             path = None
             if self.autosave:

@@ -14,7 +14,6 @@ from typing import Any
 
 from amos.errors import SessionError
 from amos.evidence.model import EvidenceError, EvidenceReference, coerce_reference
-from amos.execution import Execution
 
 
 class EvidenceDuties:
@@ -114,38 +113,3 @@ class EvidenceDuties:
                     self.store.save(self.session)  # type: ignore[union-attr]
                 return ref
         raise SessionError("not_found", f"no tool result with call id {call_id!r} in session {self.session.id}")
-
-    def _protected_overflow(self, ex: Execution) -> bool:
-        """Stop before dispatch when the request cannot fit and holds content amos never drops.
-
-        Protected content — raw tool results whose evidence was not stored (issue 6
-        "Protection") and the task view (issue 5) — is never dropped or truncated;
-        when the request would exceed ``context.window_tokens`` the run stops with an
-        explicit error naming what takes the room. Only checked when the window is
-        configured (the model table and compaction are issue 10).
-        """
-        window = getattr(getattr(self.config, "context", None), "window_tokens", None)
-        tasks = getattr(self, "tasks", None)
-        if not window or (self.evidence is None and tasks is None):
-            return False
-        protected = [p for m in self.session.messages for p in m.tool_results if p.protected]
-        if not protected and tasks is None:
-            return False
-        estimate = self.estimate_request_tokens()
-        if estimate <= window:
-            return False
-        parts = []
-        if tasks is not None:
-            parts.append(f"the task view (~{tasks.view_tokens()} tokens)")
-        if protected:
-            parts.append(f"{len(protected)} raw tool result(s) whose evidence was not stored "
-                         f"({', '.join(p.call_id for p in protected[:5])})")
-        remedy = ("repair evidence storage and acknowledge them (AgentRunner.acknowledge_tool_evidence), "
-                  if protected else "")
-        ex.record.steps -= 1  # no model call was made
-        ex.stop("provider_error", "context_length",
-                f"the next request (~{estimate} tokens) does not fit the context window of {window} tokens and "
-                f"holds {' and '.join(parts)}, which amos will not drop — {remedy}prune the task notes, or "
-                "continue in a new session",
-                {"window_tokens": window, "estimated_tokens": estimate})
-        return True

@@ -8,7 +8,6 @@ offline size estimate of a request, and the host API that edits the notebook
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -33,14 +32,6 @@ class TaskDuties:
         if self.tasks is None:
             return self.system_prompt
         return f"{self.system_prompt}\n\n{self.tasks.view()}"
-
-    def estimate_request_tokens(self) -> int:
-        """Offline estimate of the next request's size (tokens): instructions (task view
-        included), history and tool schemas, at about 4 characters per token."""
-        chars = len(self.request_system_prompt())
-        chars += sum(len(m.model_dump_json()) for m in self.session.messages)
-        chars += sum(len(json.dumps(s.parameters)) + len(s.description) for s in self.tools.specs())
-        return (chars + 3) // 4
 
     def update_tasks(self, operation: Callable[[Any], Any]) -> Any:
         """Apply one host operation to the task notebook and save the session.

@@ -292,7 +292,7 @@ def render_conversation(session: Session) -> list[str]:
                     if isinstance(part, ToolResultPart) and results.get(part.call_id) is part:
                         shown.add((later, n))
             blocks.append(_render_assistant(message, results, held))
-        elif message.role == "user" and message.kind == "feedback":
+        elif message.role == "user" and message.kind in ("feedback", "summary"):
             blocks.append(_quote(f"**amos host:** {_clean(message.text)}"))
         elif message.role == "user":
             prompts += 1

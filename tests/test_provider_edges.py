@@ -54,7 +54,9 @@ def test_deeply_nested_invalid_arguments_are_a_tool_error(tmp_path):
     deep = "[" * 100_000 + "]" * 99_999
     script = write_script(tmp_path, [{"tool_calls": [{"name": "read_file", "raw_arguments": deep}]},
                                      {"text": "ok"}])
-    runner, _ = make_runner(script, tmp_path)
+    cfg = tmp_path / "wide.json"  # 200 KB of arguments is more than the default 32,000-token window
+    cfg.write_text('{"context": {"window_tokens": 1000000}}')
+    runner, _ = make_runner(script, tmp_path, config_path=cfg)
     try:
         done = finished(collect(runner, "go"))
     finally:

@@ -276,7 +276,12 @@ class ScriptedProvider:
             text = self.script.summaries[self._summary_index]
             self._summary_index += 1
         else:
-            lines = [m.text.strip().splitlines()[0] for m in request.messages if m.text.strip()]
+            # The first line of each replaced message; the runner's closing instruction
+            # (a host ``feedback`` message) is not part of what is replaced.
+            replaced = list(request.messages)
+            if replaced and replaced[-1].kind == "feedback":
+                replaced.pop()
+            lines = [_message_text(m).strip().splitlines()[0][:200] for m in replaced if _message_text(m).strip()]
             text = "\n".join(lines)
         yield TextDeltaEvent(text)
         yield FinishEvent("stop", Usage(input_tokens=_estimate_input_tokens(request),

@@ -20,8 +20,6 @@ from amos.sessions import check_session_name
 from amos.slash.custom import CustomCommand, Skipped, expand, load_custom_commands
 from amos.slash.parser import parse_line, split_tokens
 
-DEFAULT_WINDOW_TOKENS = 32000
-
 
 @dataclass
 class SlashResult:
@@ -191,16 +189,16 @@ def _context(runner: Any, rest: str, line: str) -> SlashResult:
         raise SlashCommandError(f"unknown /context section {sub!r}",
                                 usage="/context [loop | task … | evidence …]")
     config = runner.config
-    window = (config.context.window_tokens if config else None) or DEFAULT_WINDOW_TOKENS
-    estimate = runner.estimate_request_tokens()
+    ctx = runner.context_overview()
+    window, estimate = ctx["window_tokens"], ctx["estimated_tokens"]
     usage = runner.session.usage.model_dump()
     diag = runner.get_loop_diagnostics()
+    show_cost = bool(getattr(getattr(config, "ui", None), "show_cost", True))
     data = {
         "model": runner.model_spec,
         "workspace": str(runner.workspace),
         "messages": len(runner.session.messages),
-        "context": {"estimated_tokens": estimate, "window_tokens": window,
-                    "fraction": round(estimate / window, 4)},
+        "context": ctx,
         "usage": usage,
         "loop": {"phase": diag.phase, "reason": diag.reason} if diag else None,
         "last_verdict": runner.session.last_stop.verdict if runner.session.last_stop else None,
@@ -211,10 +209,20 @@ def _context(runner: Any, rest: str, line: str) -> SlashResult:
                      "recent": len(runner.session.evidence_recent),
                      "unstored": sum(1 for r in runner.session.evidence_recent if not r.get("stored"))},
     }
+    parts = ctx["parts"]
+    cost = usage.get("cost_usd")
+    cost_text = ("" if not show_cost else f", cost ${cost:.4f}" if cost is not None
+                 else ", cost unknown for this model")
     text = (f"model {data['model']}  ·  workspace {data['workspace']}\n"
-            f"context ~{estimate} / {window} tokens ({estimate * 100 // window}%), {data['messages']} messages\n"
-            f"usage {usage['input_tokens']} in + {usage['output_tokens']} out tokens over "
-            f"{usage['model_calls']} model calls\n"
+            f"context ~{estimate} / {window} tokens ({estimate * 100 // window}%, window from "
+            f"{ctx['window_source']}), {data['messages']} messages\n"
+            f"  system ~{parts['system']}  ·  task view ~{parts['task_view']}  ·  tools ~{parts['tools']}  ·  "
+            f"history ~{parts['history']} (protected ~{parts['protected']})\n"
+            f"  compaction at ~{ctx['compact_at_tokens']} tokens ({ctx['compact_at']:.0%}); "
+            f"~{ctx['compactable_tokens']} tokens of older turns can be compacted (/compact)\n"
+            f"usage {usage['input_tokens']} in + {usage['output_tokens']} out tokens "
+            f"({usage['cached_tokens']} cached, {usage['reasoning_tokens']} reasoning) over "
+            f"{usage['model_calls']} model calls{cost_text}\n"
             f"loop {data['loop']['phase'] + ' (' + str(data['loop']['reason']) + ')' if diag else 'no run yet'}"
             f"  ·  last verdict {data['last_verdict'] or '-'}")
     task = data["task_state"]
@@ -305,10 +313,21 @@ def _context_loop(runner: Any, line: str) -> SlashResult:
     return SlashResult(command=line, result=data, text=summary + "\n" + _json_block(data))
 
 
-def _not_available(what: str, issue: str) -> Callable[[Any, str, str], SlashResult]:
-    def handler(runner: Any, rest: str, line: str) -> SlashResult:
-        return _failed(line, "NOT_AVAILABLE", f"{what} is not available in this version of amos ({issue})")
-    return handler
+def compact_result(line: str, outcome: Any) -> SlashResult:
+    """The ``/compact`` result once the front end has awaited ``AgentRunner.compact``.
+
+    Nothing to compact is a success (exit 0); a failed step is ``COMPACTION_FAILED``.
+    """
+    if outcome.failed:
+        return SlashResult(command=line, ok=False, result=outcome.to_dict(),
+                           error={"code": "COMPACTION_FAILED", "message": outcome.message}, text=outcome.message)
+    return SlashResult(command=line, result=outcome.to_dict(), text=outcome.message)
+
+
+def _compact(runner: Any, rest: str, line: str) -> SlashResult:
+    if runner.is_running:
+        return _failed(line, "BUSY", "a run is active; /compact works between runs")
+    return SlashResult(command=line, text="compacting older turns…", action="compact", action_arg=rest.strip())
 
 
 def _session(runner: Any, rest: str, line: str) -> SlashResult:
@@ -452,8 +471,13 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
                      "cancelled\n"
                      "/context evidence [list] [--after CURSOR]\n"
                      "/context evidence read ID [OFFSET [LIMIT]]")),
-    Command("compact", "/compact [INSTRUCTIONS]", "summarise older turns to free context",
-            _not_available("/compact", "compaction arrives with the context-window capability")),
+    Command("compact", "/compact [INSTRUCTIONS]", "summarise older turns to free context", _compact,
+            details="/compact [INSTRUCTIONS]  replace the turns older than context.keep_recent_turns by one "
+                    "summary the model writes (INSTRUCTIONS: what the summary must keep). Never removed: the "
+                    "task view, tool results whose evidence is not acknowledged, the pending tool-call "
+                    "protocol. The exact replaced history stays retrievable (evidence record "
+                    "__context_source__ when evidence is on, and the checkpoint taken just before, which "
+                    "/session restore N brings back)."),
     Command("session", "/session save [NAME] | load [ID_OR_NAME] | list | checkpoints | restore N",
             "save, load or list sessions", _session),
     Command("model", "/model [PROVIDER:MODEL]", "show or switch the model for the next run", _model),

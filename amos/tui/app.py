@@ -193,7 +193,12 @@ class AmosApp(App[int]):
         self.query_one(StatusBar).status = Status(
             model=runner.model_spec, session_id=runner.session_id, session_name=runner.session.name,
             workspace=str(runner.workspace), state=self._state, step=self._step, max_steps=self._max_steps,
-            last_verdict=last.verdict if last is not None else None, elapsed_s=elapsed, frame=self._frame)
+            last_verdict=last.verdict if last is not None else None, elapsed_s=elapsed, frame=self._frame,
+            tokens_in=runner.session.usage.input_tokens, tokens_out=runner.session.usage.output_tokens,
+            cost_usd=runner.session.usage.cost_usd if self._show_cost() else None)
+
+    def _show_cost(self) -> bool:
+        return bool(getattr(getattr(self.runner.config, "ui", None), "show_cost", True))
 
     def _tick(self) -> None:
         """Advance the spinner and the elapsed time while a run is active (liveness)."""
@@ -286,6 +291,24 @@ class AmosApp(App[int]):
         await self.conversation.add_prompt(prompt)
         self._start(events)
 
+    async def _compact(self, line: str, instructions: str | None) -> None:
+        """``/compact`` in a worker: the model writes the summary while the app stays usable."""
+        from amos.slash.commands import compact_result
+
+        conv = self.conversation
+        try:
+            result = compact_result(line, await self.runner.compact(instructions))
+        except AmosError as exc:
+            await conv.add_notice(str(exc), "error")
+            return
+        await conv.add_command_output(result.text, result.result, ok=result.ok, command=line)
+        if result.ok and self._autosave():
+            try:
+                self.runner.save()
+            except AmosError as exc:
+                await conv.add_notice(f"not saved: {exc}", "error")
+        self._refresh_status()
+
     async def _run_command(self, line: str) -> None:
         """Run a slash command; a custom command's prompt starts a run like a typed prompt."""
         conv = self.conversation
@@ -312,6 +335,10 @@ class AmosApp(App[int]):
             await conv.clear()
         elif result.action == "quit":
             await self.quit_app(save=True)
+            return
+        elif result.action == "compact":
+            await conv.add_notice(result.text)
+            self.run_worker(self._compact(line, result.action_arg or None), group="compact")
             return
         elif result.action in ("load_session", "reload_session") and result.action_arg:
             await conv.add_command_output(result.text)

@@ -199,6 +199,8 @@ class ConversationView(VerticalScroll, can_focus=False):
             if message.role == "user":
                 if message.kind == "feedback":
                     await self.add_notice("host feedback: " + message.text)
+                elif message.kind == "summary":
+                    await self.add_notice(message.text)
                 else:
                     await self.add_prompt(message.text)
             elif message.role == "assistant":

@@ -70,6 +70,9 @@ class Status:
         last_verdict: verdict of the last finished run, if any.
         elapsed_s: seconds since the run started (shown while it runs), or None.
         frame: spinner frame shown while running (advanced by a timer).
+        tokens_in / tokens_out: the session's usage so far (tokens).
+        cost_usd: the session's cost so far, or None (unknown price, or ``ui.show_cost``
+            off).
     """
 
     model: str = ""
@@ -82,6 +85,23 @@ class Status:
     last_verdict: str | None = None
     elapsed_s: float | None = None
     frame: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = None
+
+
+def _count(tokens: int) -> str:
+    return f"{tokens / 1_000_000:.1f}M" if tokens >= 1_000_000 else f"{tokens / 1000:.1f}k" if tokens >= 1000 \
+        else str(tokens)
+
+
+def _usage_variants(s: Status) -> list[str]:
+    if not (s.tokens_in or s.tokens_out):
+        return [""]
+    cost = f" · ${s.cost_usd:.2f}" if s.cost_usd is not None and s.cost_usd >= 0.01 else \
+        f" · ${s.cost_usd:.4f}" if s.cost_usd is not None else ""
+    full = f"{_count(s.tokens_in)} in / {_count(s.tokens_out)} out tok{cost}"
+    return [full, f"{_count(s.tokens_in + s.tokens_out)} tok{cost}", ""]
 
 
 def _state_text(s: Status) -> str:
@@ -96,17 +116,18 @@ def _state_text(s: Status) -> str:
     return state
 
 
-_SHRINK_ORDER = (4, 4, 4, 4, 3, 2, 3, 3, 2, 2)
+_SHRINK_ORDER = (5, 5, 5, 5, 2, 4, 3, 4, 4, 3, 3, 2)
 """Which segment gives way next (index into the segments of :func:`status_text`): the
-workspace shortens then goes, the "session" label goes, the "last" label goes, the
-session shortens then goes, and the verdict shrinks to its glyph."""
+workspace shortens then goes, the usage shortens, the "session" label goes, the "last"
+label goes, the session shortens then goes, the verdict shrinks to its glyph, and the
+usage goes."""
 
 
 def status_text(s: Status, width: int) -> Text:
     """The status line for ``width`` cells, shrinking the least important parts first.
 
-    Segments, most important first: run state (step, elapsed time), model, last
-    verdict, session (name or id), workspace. When they do not fit they give way in
+    Segments, most important first: run state (step, elapsed time), model, usage
+    (tokens and cost), last verdict, session (name or id), workspace. When they do not fit they give way in
     :data:`_SHRINK_ORDER`; whatever still overflows ends with an ellipsis.
 
     Args:
@@ -119,6 +140,7 @@ def status_text(s: Status, width: int) -> Text:
     segments: list[tuple[list[str], str]] = [
         ([_state_text(s)], "bold"),
         ([short_model(s.model)], ""),
+        (_usage_variants(s), "dim"),
         ([f"last {glyph} {s.last_verdict}", f"{glyph} {s.last_verdict}", f"last {glyph}"]
          if s.last_verdict else [""], ""),
         ([f"session {session}", session, short_path(session, 16), ""] if session else [""], "dim"),
