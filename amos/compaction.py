@@ -114,6 +114,8 @@ def plan_compaction(messages: Sequence[Message], message_tokens: Sequence[int], 
         if _unanswered(messages, step):
             recent = position
             break
+    while 0 < recent < len(steps) and steps[recent - 1].kind == "user":
+        recent -= 1  # a kept turn keeps the prompt (and host feedback) it answers
     recent_start = steps[recent].start if recent < len(steps) else len(messages)
     if recent == 0:
         return CompactionPlan(recent_start=recent_start, refusal=(
