@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,12 +73,18 @@ def _lines(data: bytes) -> Iterator[tuple[int, bytes, bool]]:
         start = end + 1
 
 
+_SEQ_PREFIX = re.compile(rb'\{"seq":(\d+),')
+"""How :class:`Journal` starts every line (compact JSON, ``seq`` first)."""
+
+
 def read_journal(path: Path, *, after_seq: int = 0) -> JournalRead:
     """Read a journal, stopping at the first line that cannot be trusted.
 
     A last line without its newline (a crash mid-append) is ignored with a warning;
     an unreadable line elsewhere stops the read there with a warning, so nothing after
-    a gap is ever applied.
+    a gap is ever applied. Lines up to ``after_seq`` (already in the snapshot) are only
+    checked for a complete line with an increasing ``seq``, not parsed, so loading a
+    session costs the entries after its snapshot, not its whole history.
 
     Args:
         path: ``journal.jsonl``; a missing file reads as empty.
@@ -97,6 +104,11 @@ def read_journal(path: Path, *, after_seq: int = 0) -> JournalRead:
     line_no = 0
     for end, line, complete in _lines(data):
         line_no += 1
+        if complete and after_seq and line.endswith(b"}"):
+            match = _SEQ_PREFIX.match(line)
+            if match and result.last_seq < int(match.group(1)) <= after_seq:
+                result.last_seq, result.good_bytes = int(match.group(1)), end
+                continue
         try:
             entry = json.loads(line)
             if not isinstance(entry, dict) or not isinstance(entry.get("seq"), int) or entry["seq"] <= result.last_seq:

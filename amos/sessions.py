@@ -443,7 +443,7 @@ class SessionStore(RecoveryDuties):
         journal = self._journals.get(session.id)
         if journal is None:
             path = self.journal_path(session.id)
-            found = read_journal(path)
+            found = read_journal(path, after_seq=session.journal_seq)  # only its length is needed
             self.warnings.extend(w for w in found.warnings if w not in self.warnings)
             self._ensure_root()
             journal = self.journal_class(path, last_seq=max(found.last_seq, session.journal_seq),

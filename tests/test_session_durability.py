@@ -894,3 +894,22 @@ def test_a_runner_that_only_restored_closes_the_journal_it_opened(tmp_path):
     finally:
         runner.close()
     assert open_fds() == 0
+
+
+def test_reading_after_a_seq_skips_parsing_but_not_checking(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    journal = Journal(path)
+    for n in range(6):
+        journal.append("message", "t", index=n, message=Message.user(f"é{n} }}").model_dump(mode="json"))
+    journal.close()
+    whole = read_journal(path)
+    for after in range(0, 8):
+        part = read_journal(path, after_seq=after)
+        assert (part.last_seq, part.good_bytes, part.warnings) == (6, whole.good_bytes, [])
+        assert part.entries == [e for e in whole.entries if e["seq"] > after]
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:2]) + b"garbage}\n" + b"".join(lines[3:]))
+    part = read_journal(path, after_seq=5)
+    assert part.last_seq == 2 and part.entries == [] and "line 3 is unreadable" in part.warnings[0]
+    path.write_bytes(b"".join(lines[:2]) + lines[1] + b"".join(lines[3:]))  # a repeated seq
+    assert read_journal(path, after_seq=5).last_seq == 2
