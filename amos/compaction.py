@@ -7,6 +7,8 @@ replaced by one summary message, while these are never removed or altered:
   kept with the whole step they belong to (the assistant turn with its tool calls and
   every result of that turn), so the tool-call/result protocol stays valid;
 - host feedback of the current execution, and the prompt that started it;
+- the prompt (or host feedback) right before a kept step — a recent turn or a protected
+  step — which that step answers;
 - the pending tool-call/result protocol (a turn whose calls are not all answered, and
   everything after it);
 - the task view, which is never part of the history (it is rebuilt into the
@@ -87,6 +89,23 @@ def _unanswered(messages: Sequence[Message], step: Step) -> bool:
     return bool(calls - answered)
 
 
+def _answered_by_kept(messages: Sequence[Message], steps: Sequence[Step], shielded: Sequence[int]) -> list[bool]:
+    """Per step: a prompt or host feedback right before a kept protected step (directly or
+    through other such messages), which that step answers and so keeps, as a kept recent
+    turn keeps the prompt it answers."""
+    out = [False] * len(steps)
+    answered = False
+    for position in range(len(steps) - 1, -1, -1):
+        step = steps[position]
+        if step.kind == "turn":
+            answered = bool(shielded[position])
+        elif messages[step.start].kind in ("prompt", "feedback"):
+            out[position] = answered
+        else:  # an earlier summary is not a question
+            answered = False
+    return out
+
+
 def plan_compaction(messages: Sequence[Message], message_tokens: Sequence[int], *, keep_recent_turns: int,
                     current_start: int | None = None) -> CompactionPlan:
     """Choose the messages a summary replaces.
@@ -97,6 +116,9 @@ def plan_compaction(messages: Sequence[Message], message_tokens: Sequence[int], 
         keep_recent_turns: assistant turns at the end that are never compacted.
         current_start: index of the current execution's prompt (None outside a run);
             it and the host feedback after it are kept.
+
+    A prompt (or host feedback) right before a kept step is kept with it: a protected
+    step, like a recent turn, never appears without the question it answers.
 
     Returns:
         A plan; ``refusal`` says why when nothing can be replaced.
@@ -125,21 +147,28 @@ def plan_compaction(messages: Sequence[Message], message_tokens: Sequence[int], 
     kept: list[int] = []
     protected = 0
     feedback = 0
-    for step in steps[:recent]:
+    asked = 0
+    shielded = [sum(1 for i in range(step.start, step.end) for p in messages[i].tool_results if p.protected)
+                for step in steps[:recent]]
+    answers = _answered_by_kept(messages, steps[:recent], shielded)
+    for position, step in enumerate(steps[:recent]):
         indices = range(step.start, step.end)
-        step_protected = sum(1 for i in indices for p in messages[i].tool_results if p.protected)
+        step_protected = shielded[position]
         pinned_host = current_start is not None and step.kind == "user" and step.start >= current_start and (
             messages[step.start].kind == "feedback" or step.start == current_start)
-        if step_protected or pinned_host:
+        if step_protected or pinned_host or answers[position]:
             kept.extend(indices)
             protected += step_protected
             feedback += bool(pinned_host)
+            asked += bool(answers[position] and not pinned_host)
         else:
             replaced.extend(indices)
     if not replaced:
         what = []
         if protected:
             what.append(f"{protected} tool result(s) whose evidence is not acknowledged")
+        if asked:
+            what.append(f"{asked} prompt/host-feedback message(s) those results answer")
         if feedback:
             what.append(f"{feedback} prompt/host-feedback message(s) of the current run")
         return CompactionPlan(kept_old=tuple(kept), recent_start=recent_start, kept_protected=protected, refusal=(
