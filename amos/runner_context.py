@@ -107,6 +107,7 @@ class ContextDuties:
     _sizes: MessageSizeCache | None = None
     _estimator: TokenEstimator | None = None
     _compact_notice_for: str | None = None
+    _compact_failed_for: str | None = None
     _task: Any = None
 
     # ------------------------------------------------------------------ budget (host API)
@@ -327,20 +328,30 @@ class ContextDuties:
         window, source = self.context_window()
         budget = self.measure_context()
         compact_at = float(getattr(self._context_config(), "compact_at", 0.8))
-        if budget.total > window * compact_at:
+        failure = None
+        # After a failed compaction (a summary call spent, or the replaced history not
+        # kept) the run does not try again before every request: only when the request
+        # would not fit otherwise, once more before stopping.
+        failed_before = self._compact_failed_for == ex.record.execution_id
+        if budget.total > window * compact_at and (not failed_before or budget.total > window):
             current = self._current_start()
             result = await self._compact_now(None, current_start=current, usage_sink=ex.record.usage)
             if result.compacted:
+                self._compact_failed_for = None
                 self._emit(ex, Notice(text=f"context: {result.message} (window {window} tokens)"))
                 budget = self.measure_context()
-            elif self._compact_notice_for != ex.record.execution_id:
-                self._compact_notice_for = ex.record.execution_id
-                self._emit(ex, Notice(level="warning", text=f"context: ~{budget.total} of {window} tokens; "
-                                                            f"{result.message}"))
+            else:
+                if result.failed:
+                    self._compact_failed_for = ex.record.execution_id
+                    failure = result.message
+                if self._compact_notice_for != ex.record.execution_id:
+                    self._compact_notice_for = ex.record.execution_id
+                    self._emit(ex, Notice(level="warning", text=f"context: ~{budget.total} of {window} tokens; "
+                                                                f"{result.message}"))
         if budget.total <= window:
             return False
         ex.record.steps -= 1  # no model call was made
-        ex.stop("provider_error", "context_length", self._overflow_detail(budget, window, source),
+        ex.stop("provider_error", "context_length", self._overflow_detail(budget, window, source, failure),
                 {"window_tokens": window, "estimated_tokens": budget.total})
         return True
 
@@ -351,7 +362,7 @@ class ContextDuties:
                 return index
         return None
 
-    def _overflow_detail(self, budget: RequestBudget, window: int, source: str) -> str:
+    def _overflow_detail(self, budget: RequestBudget, window: int, source: str, failure: str | None = None) -> str:
         protected = [p for m in self.session.messages for p in m.tool_results if p.protected]
         holds = [f"system prompt ~{budget.system}", f"tool schemas ~{budget.tools}",
                  f"history ~{budget.history}"]
@@ -366,6 +377,7 @@ class ContextDuties:
         remedy = ("repair evidence storage and acknowledge them (AgentRunner.acknowledge_tool_evidence), "
                   if protected else "")
         keep_note = f" and holds {' and '.join(kept)}, which amos will not drop" if kept else ""
+        after = " even after compaction" if failure is None else f" and compaction failed ({failure})"
         return (f"the next request (~{budget.total} tokens: {', '.join(holds)}) does not fit the context window "
-                f"of {window} tokens ({source}) even after compaction{keep_note} — {remedy}lower "
+                f"of {window} tokens ({source}){after}{keep_note} — {remedy}lower "
                 "context.keep_recent_turns, prune the task notes, or continue in a new session")
