@@ -225,7 +225,9 @@ class ContextDuties:
         replaced = [messages[i] for i in plan.replaced]
         try:
             usage, text = await self._summarize(messages, plan, instructions)
-        except (ProviderError, AmosError) as exc:
+        except Exception as exc:  # noqa: BLE001 - unreadable wire data is a provider error, as for a turn
+            if not isinstance(exc, (ProviderError, AmosError)):
+                exc = self._unreadable(exc)
             return CompactionResult(False, f"nothing compacted: the summary call failed ({exc}); the history is "
                                            "unchanged", before_tokens=budget.total, after_tokens=budget.total, failed=True)
         if usage_sink is not None:
@@ -283,6 +285,15 @@ class ContextDuties:
         reported["model_calls"] = max(1, reported["model_calls"])
         usage = self._record_call(Usage(**reported), self.model_spec, "summary", None)
         return usage, "".join(text)
+
+    def _unreadable(self, exc: Exception) -> ProviderError:
+        """A provider's unexpected exception as the ``bad_response`` error a turn would give."""
+        from amos.providers.common import scrub
+
+        secrets = tuple(getattr(getattr(self, "settings", None), "secrets", ()) or ())
+        what = scrub(" ".join(str(exc).split())[:200], secrets)
+        name = getattr(self.provider, "provider_name", "the provider")
+        return ProviderError("bad_response", f"{name}: the response could not be read ({type(exc).__name__}: {what})")
 
     def _keep_replaced(self, replaced: list[Message], instructions: str | None) -> tuple[str | None, int | None]:
         """Keep the exact replaced messages before anything changes.
