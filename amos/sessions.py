@@ -547,4 +547,19 @@ class SessionStore(RecoveryDuties):
             ) from None
         with contextlib.suppress(OSError):
             atomic_write_bytes(owner, json.dumps({"pid": os.getpid(), "since": utc_now()}).encode(), durable=False)
+        self._sweep_temp_files(session_id)
         return lock
+
+    def _sweep_temp_files(self, session_id: str) -> None:
+        """Remove the temp files of atomic writes a killed writer left in the session's
+        folders (each as large as the session); only the lock holder writes there."""
+        folder = self.session_dir(session_id)
+        for where in (folder, folder / "checkpoints"):
+            try:
+                names = os.listdir(where)
+            except OSError:
+                continue
+            for name in names:
+                if name.startswith(".") and name.endswith(".tmp"):
+                    with contextlib.suppress(OSError):
+                        os.unlink(where / name)

@@ -4,10 +4,10 @@ that reopens as a mix of two states, and never loses an entry it had written.
 The child (``os.fork()``) writes successive states through the real store: saves of
 ``session.json``, journal appends and checkpoints. Its operations are a pure function of
 a seed, so the parent computes every state the session passes through. After each
-operation the child reports its number on a pipe. The parent kills it after 0-30 ms,
-reopens the session with a fresh store and requires the state of the last reported
-operation or of the one in flight: never an older one (lost work), never anything else
-(a mix).
+operation the child reports its number on a pipe. The parent kills it 0-30 ms after its
+first report, reopens the session with a fresh store and requires the state of the last
+reported operation or of the one in flight: never an older one (lost work), never
+anything else (a mix).
 
 State ``S_k`` is title ``str(k)`` with ``k`` messages that each name ``k``. A step from
 ``S_k-1`` to ``S_k`` is a save of the whole state, or journal entries (each message, then
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import random
+import select
 import signal
 import time
 from collections.abc import Iterator
@@ -105,6 +106,10 @@ def writer(root: Path, session_id: str, seed: int, report: int) -> None:
         os.write(report, f"{n}\n".encode())
 
 
+def _temp_files(root: Path) -> list[Path]:
+    return [p for p in root.rglob(".*.tmp") if p.is_file()]
+
+
 def _read_state(root: Path, session_id: str) -> State:
     session = SessionStore(root).load(session_id)
     for message in session.messages:
@@ -114,9 +119,9 @@ def _read_state(root: Path, session_id: str) -> State:
 
 def test_a_writer_killed_at_random_points_leaves_old_or_new_never_a_mix(tmp_path):
     rng = random.Random(SEED)
-    started = time.monotonic()
     outcomes = {"state": 0, "error": 0}
     furthest = 0
+    leftovers = 0
     for attempt in range(KILLS):
         root = tmp_path / f"r{attempt}"
         store = SessionStore(root)
@@ -138,11 +143,16 @@ def test_a_writer_killed_at_random_points_leaves_old_or_new_never_a_mix(tmp_path
             finally:
                 os._exit(code)
         os.close(write_fd)
+        # the delay counts from the writer's first report (its journal is open), so a
+        # loaded machine's slower fork and start do not move the kill points
+        first = b""
+        if select.select([read_fd], [], [], 10)[0]:
+            first = os.read(read_fd, 4096)
         time.sleep(rng.uniform(0, 0.030))
         os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
-        with os.fdopen(read_fd) as pipe:
-            reported = [int(line) for line in pipe.read().split()]
+        with os.fdopen(read_fd, "rb") as pipe:
+            reported = [int(line) for line in (first + pipe.read()).split()]
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, \
             f"attempt {attempt}: the writer failed before it was killed (status {status})"
         done = reported[-1] if reported else -1
@@ -159,6 +169,11 @@ def test_a_writer_killed_at_random_points_leaves_old_or_new_never_a_mix(tmp_path
         assert seen in allowed, (f"attempt {attempt} (seed {seed}): after operation {done} the session reads "
                                  f"{seen}, expected one of {allowed}")
 
+        # the next lock holder removes the temp files of writes the kill cut short
+        leftovers += len(_temp_files(root))
+        store.lock(session.id).release()
+        assert not _temp_files(root)
+
         # the torn tail (if any) is cut before a new writer appends; nothing is lost
         if attempt % 10 == 0:
             writer_store = SessionStore(root)
@@ -171,5 +186,7 @@ def test_a_writer_killed_at_random_points_leaves_old_or_new_never_a_mix(tmp_path
             assert (title, texts[:-1]) == seen and texts[-1] == "next"
 
     assert outcomes["error"] == 0, outcomes
-    assert furthest > 20, "the writer never got far: the kill points did not cover the operations"
-    assert time.monotonic() - started < 30
+    # coverage, loosely (a loaded machine is slower): kills landed past the first steps
+    # and inside atomic writes
+    assert furthest >= 8, furthest
+    assert leftovers > 0, "no kill landed inside an atomic write"
