@@ -23,6 +23,12 @@ def _store(config: Path | None):
     return open_store(cfg)
 
 
+def _warn(store) -> None:
+    """Problems met while loading (a torn journal line, entries recovered after a crash)."""
+    for warning in store.warnings:
+        typer.echo(f"amos: warning: {warning}", err=True)
+
+
 def _fail(exc: Exception) -> None:
     typer.echo(f"amos: {exc}", err=True)
     raise typer.Exit(getattr(exc, "exit_code", 2))
@@ -67,9 +73,11 @@ def show_session(
     from amos.policy.stop import summary_line
 
     try:
-        session = _store(config).load(session_id)
+        store = _store(config)
+        session = store.load(session_id)
     except AmosError as exc:
         _fail(exc)
+    _warn(store)
     if json_out:
         typer.echo(session.model_dump_json())
         return
@@ -182,6 +190,7 @@ def export_session(
         session = store.load(session_id)
     except AmosError as exc:
         _fail(exc)
+    _warn(store)
     text = (export_markdown(session, receipts=_journal_receipts(store, session.id)) if fmt == "md"
             else export_json(session) + "\n")
     if output is None:

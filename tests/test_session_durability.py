@@ -913,3 +913,13 @@ def test_reading_after_a_seq_skips_parsing_but_not_checking(tmp_path):
     assert part.last_seq == 2 and part.entries == [] and "line 3 is unreadable" in part.warnings[0]
     path.write_bytes(b"".join(lines[:2]) + lines[1] + b"".join(lines[3:]))  # a repeated seq
     assert read_journal(path, after_seq=5).last_seq == 2
+
+
+def test_show_and_export_say_what_loading_recovered(tmp_path):
+    sid, _, _ = _three_runs(tmp_path)
+    with open(_store().journal_path(sid), "ab") as fh:
+        fh.write(b'{"seq":999,"at":"t","kind":"mess')
+    for args in (("sessions", "show", sid), ("sessions", "export", sid), ("sessions", "show", sid, "--json")):
+        result = cli(*args)
+        assert result.exit_code == 0
+        assert "amos: warning:" in result.stderr and "its last line is incomplete" in result.stderr, args
