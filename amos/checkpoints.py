@@ -136,7 +136,8 @@ class Checkpoints:
         return info
 
     def prune(self, keep: int, *, protect: int | None = None) -> list[int]:
-        """Remove the oldest unlabelled checkpoints while more than ``keep`` exist.
+        """Remove the oldest unlabelled checkpoints while more than ``keep`` exist
+        (``before_compaction`` ones only after every other unlabelled one).
 
         Returns:
             The numbers removed.
@@ -144,7 +145,9 @@ class Checkpoints:
         rows = self.list()
         removed: list[int] = []
         excess = len(rows) - keep
-        for row in rows:
+        # The checkpoint taken before a compaction is what undoes it: those go last.
+        order = [r for r in rows if r.reason != "before_compaction"] + [r for r in rows if r.reason == "before_compaction"]
+        for row in order:
             if excess <= 0:
                 break
             if row.label or row.number == protect:

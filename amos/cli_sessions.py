@@ -53,10 +53,13 @@ def list_sessions(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
         typer.echo("no saved sessions")
         return
     name_width = max([4] + [len(r.name or "") for r in rows])
-    typer.echo(f"{'ID':<22}  {'UPDATED (UTC)':<19}  {'LAST VERDICT':<17}  {'MSGS':>4}  {'NAME':<{name_width}}  TITLE")
+    typer.echo(f"{'ID':<22}  {'UPDATED (UTC)':<19}  {'LAST VERDICT':<17}  {'MSGS':>4}  {'COST':>8}  "
+               f"{'NAME':<{name_width}}  TITLE")
     for r in rows:
+        cost = f"${r.cost_usd:.4f}" if r.cost_usd is not None else "-"
+        title = f"BROKEN: {r.broken}" if r.broken else (r.title or "")
         typer.echo(f"{r.id:<22}  {r.updated_at[:19].replace('T', ' '):<19}  {r.last_verdict or '-':<17}  "
-                   f"{r.messages:>4}  {r.name or '-':<{name_width}}  {r.title or ''}")
+                   f"{r.messages:>4}  {cost:>8}  {r.name or '-':<{name_width}}  {title}")
 
 
 @sessions_app.command("show")
@@ -107,7 +110,8 @@ def show_session(
         for part in message.parts:
             kind = part.part_kind
             if kind == "text":
-                typer.echo(f"[{message.role}] {part.text}")
+                label = message.kind if message.kind in ("feedback", "summary") else message.role
+                typer.echo(f"[{label}] {part.text}")
             elif kind == "tool_call":
                 args = json.dumps(part.arguments, ensure_ascii=False) if part.raw_arguments is None else part.raw_arguments
                 typer.echo(f"[{message.role}] → {part.tool_name} {args[:200]}  ({part.call_id})")

@@ -163,6 +163,9 @@ def plan_compaction(messages: Sequence[Message], message_tokens: Sequence[int], 
             asked += bool(answers[position] and not pinned_host)
         else:
             replaced.extend(indices)
+    if replaced and all(messages[i].kind == "summary" for i in replaced):
+        return CompactionPlan(kept_old=tuple(kept), recent_start=recent_start, kept_protected=protected, refusal=(
+            "nothing to compact: only the summary of an earlier compaction is older than the recent turns"))
     if not replaced:
         what = []
         if protected:

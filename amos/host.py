@@ -255,6 +255,8 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
         except AmosError:
             lock.release()
             raise
+        opened.warnings.extend(store.warnings)  # a recovered journal, a torn last line…
+        store.warnings.clear()
     else:
         session = store.create()
     host = session.host
@@ -264,7 +266,7 @@ def open_runner(options: RunOptions):  # -> tuple[AgentRunner, Opened]
         if options.config_path is None and host.config_path:
             remembered = RunOptions(config_path=Path(host.config_path), cwd=cwd)
             config, warnings = load_host_config(remembered)
-            opened.warnings = warnings
+            opened.warnings = warnings + [w for w in opened.warnings if w not in warnings]
         demo = options.demo
         model = options.model or host.model or (str(config.model) if config.model else None)
         if options.demo:

@@ -177,9 +177,94 @@ def replay(data: dict[str, Any], entries: list[dict[str, Any]]) -> tuple[int, li
                     warnings.append(f"journal entry {entry['seq']}: field {name!r} is not replayed")
         elif kind == "checkpoint" and isinstance(entry.get("number"), int):
             data["last_checkpoint"] = max(int(data.get("last_checkpoint") or 0), entry["number"])
+        elif kind == "model_call" and isinstance(entry.get("row"), dict):
+            _add_call(data, entry["row"])
+        elif kind == "event" and isinstance(entry.get("event"), dict):
+            _track_run(data, entry["event"])
         data["journal_seq"] = entry["seq"]
-        applied += kind in ("message", "messages", "snapshot", "fields")
+        applied += kind in ("message", "messages", "snapshot", "fields", "model_call")
+    interrupted = data.pop("_running", None)
+    if interrupted is not None:
+        warnings.extend(close_interrupted(data, interrupted))
     return applied, warnings
+
+
+MAX_MODEL_CALL_ROWS = 1000
+"""Per-call usage rows a session keeps (oldest dropped first)."""
+
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
+
+
+def _add_call(data: dict[str, Any], row: dict[str, Any]) -> None:
+    """A ``model_call`` entry: keep its usage row and add it to the session's usage (the
+    run's closing ``fields`` entry sets the exact totals; this covers a killed run)."""
+    rows = data.get("model_calls") if isinstance(data.get("model_calls"), list) else []
+    data["model_calls"] = [*rows, row][-MAX_MODEL_CALL_ROWS:]
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage = dict(usage)
+    for key in _USAGE_KEYS:
+        value = row.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            usage[key] = int(usage.get(key) or 0) + value
+    usage["model_calls"] = int(usage.get("model_calls") or 0) + 1
+    cost = row.get("cost_usd")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        usage["cost_usd"] = float(usage.get("cost_usd") or 0.0) + float(cost)
+    data["usage"] = usage
+
+
+def _track_run(data: dict[str, Any], event: dict[str, Any]) -> None:
+    """Follow run events to know whether the journal ends inside a run (amos killed)."""
+    kind = event.get("event_kind")
+    if kind == "run_started":
+        data["_running"] = {"execution_id": event.get("execution_id"), "open": {}}
+    elif kind == "run_finished":
+        data.pop("_running", None)
+    elif "_running" in data and kind == "tool_call_started":
+        data["_running"]["open"][str(event.get("call_id"))] = str(event.get("tool"))
+    elif "_running" in data and kind == "tool_call_finished":
+        data["_running"]["open"].pop(str(event.get("call_id")), None)
+
+
+INTERRUPTED_RESULT = ("interrupted: amos stopped (killed or crashed) while this call was running; whether it "
+                      "took effect is unknown — check before repeating it")
+"""Tool-result text recorded for a call that was running when amos was killed."""
+
+
+def close_interrupted(data: dict[str, Any], running: dict[str, Any]) -> list[str]:
+    """Record that the journal ends inside a run: every tool call of the history left
+    without a result gets one saying its outcome is unknown (so a next request never
+    presents it as 'not run').
+
+    Returns:
+        Warnings for people naming the interrupted run and its calls.
+    """
+    messages = data.get("messages") if isinstance(data.get("messages"), list) else []
+    answered = {p.get("call_id") for m in messages if isinstance(m, dict) for p in m.get("parts") or []
+                if isinstance(p, dict) and p.get("part_kind") == "tool_result"}
+    held = set()
+    if isinstance(data.get("pending"), dict):
+        held = {h.get("call", {}).get("call_id") for h in data["pending"].get("held") or [] if isinstance(h, dict)}
+    closed = []
+    for message in list(messages):
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        for part in message.get("parts") or []:
+            if not isinstance(part, dict) or part.get("part_kind") != "tool_call":
+                continue
+            call_id = part.get("call_id")
+            if call_id in answered or call_id in held:
+                continue
+            running_now = call_id in (running.get("open") or {})
+            messages.append({"role": "tool", "kind": "result", "parts": [{
+                "part_kind": "tool_result", "call_id": call_id, "tool_name": part.get("tool_name"),
+                "content": INTERRUPTED_RESULT if running_now else
+                "not run: amos stopped (killed or crashed) before this call started",
+                "is_error": True, "status": "cancelled" if running_now else "not_started"}]})
+            answered.add(call_id)
+            closed.append(f"{part.get('tool_name')} ({call_id})" + (" was running" if running_now else " had not started"))
+    where = f"; {', '.join(closed)} — its outcome is recorded as unknown" if closed else ""
+    return [f"session {data.get('id')}: its last run was interrupted (amos was killed or crashed){where}"]
 
 
 def run_receipts(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -40,11 +40,12 @@ from amos.context import (
 )
 from amos.errors import AmosError, ProviderError, SessionError
 from amos.events import Notice
+from amos.journal import MAX_MODEL_CALL_ROWS
 from amos.messages import Message, Usage
 from amos.providers.base import FinishEvent, ModelRequest, TextDeltaEvent
 
-MAX_MODEL_CALL_ROWS = 1000
-"""Per-call usage rows kept in a session (oldest dropped first)."""
+MIN_COMPACT_TOKENS = 64
+"""Older turns holding fewer estimated tokens than this are not worth a summary call."""
 
 CONTEXT_SOURCE_TOOL = "__context_source__"
 """Tool name of the evidence record that keeps a compaction's exact replaced history."""
@@ -181,6 +182,7 @@ class ContextDuties:
                **{name: getattr(usage, name) for name in Usage.TOKEN_FIELDS if name != "model_calls"},
                "cost_usd": cost}
         self.session.model_calls = [*self.session.model_calls, row][-MAX_MODEL_CALL_ROWS:]
+        self._journal_write("model_call", row=row)  # a killed run still counts what it spent
         return usage
 
     # ------------------------------------------------------------------ compaction
@@ -222,6 +224,10 @@ class ContextDuties:
         if not plan.possible:
             return CompactionResult(False, plan.refusal or "nothing to compact", before_tokens=budget.total,
                                     after_tokens=budget.total)
+        if plan.replaced_tokens < MIN_COMPACT_TOKENS:
+            return CompactionResult(False, f"nothing worth compacting: the turns older than the recent ones hold "
+                                           f"only ~{plan.replaced_tokens} tokens", before_tokens=budget.total,
+                                    after_tokens=budget.total)
         replaced = [messages[i] for i in plan.replaced]
         try:
             usage, text = await self._summarize(messages, plan, instructions)
@@ -238,6 +244,12 @@ class ContextDuties:
             return CompactionResult(False, "nothing compacted: the model returned an empty summary; the history "
                                            "is unchanged", before_tokens=budget.total, after_tokens=budget.total,
                                     usage=usage, failed=True)
+        saved = plan.replaced_tokens - self._sizes_tokens(summary_message(text, replaced=len(replaced), source=""))
+        if saved <= 0:
+            return CompactionResult(False, f"nothing compacted: the summary is not smaller than the ~"
+                                           f"{plan.replaced_tokens} tokens it would replace; the history is "
+                                           "unchanged", before_tokens=budget.total, after_tokens=budget.total,
+                                    usage=usage)
         try:
             evidence_id, checkpoint = self._keep_replaced(replaced, instructions)
         except (AmosError, OSError) as exc:
@@ -262,6 +274,10 @@ class ContextDuties:
                                       + (f"; {'; '.join(where)}" if where else ""),
                                 replaced=len(replaced), before_tokens=budget.total, after_tokens=after,
                                 evidence_id=evidence_id, checkpoint=checkpoint, usage=usage)
+
+    def _sizes_tokens(self, message: Message) -> int:
+        """Estimated tokens of one message as the next request would carry it."""
+        return measure_request("", "", (), [message], self.estimator).history
 
     async def _summarize(self, messages: list[Message], plan: CompactionPlan,
                          instructions: str | None) -> tuple[Usage, str]:

@@ -29,8 +29,10 @@ from amos.events import (
 )
 
 JOURNALLED_FIELDS = ("title", "name", "host", "provider_state", "usage", "loop", "last_stop", "pending",
-                     "doom_loop", "evidence_recent", "task_state", "model_calls", "estimator")
-"""Session fields written to the journal at the end of every run."""
+                     "doom_loop", "evidence_recent", "task_state", "estimator")
+"""Session fields written to the journal at the end of every run (``model_calls`` rows
+are journalled one ``model_call`` entry per call instead, so the journal grows with the
+calls, not with their square)."""
 
 WATCHED_FIELDS = ("title", "provider_state")
 """Session fields journalled as soon as they change during a run (with the next event), so

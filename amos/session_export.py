@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from amos.compaction import SUMMARY_PREFIX
 from amos.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from amos.policy.stop import ApprovalInfo, StopReceipt, summary_line, verdict_glyph
 from amos.sessions import HeldCall, PendingApproval, Session
@@ -292,7 +293,12 @@ def render_conversation(session: Session) -> list[str]:
                     if isinstance(part, ToolResultPart) and results.get(part.call_id) is part:
                         shown.add((later, n))
             blocks.append(_render_assistant(message, results, held))
-        elif message.role == "user" and message.kind in ("feedback", "summary"):
+        elif message.role == "user" and message.kind == "summary":
+            text = _clean(message.text)
+            head, _, body = text.partition("\n")
+            blocks.append(_quote(f"**amos host — compaction summary.** {head.removeprefix(SUMMARY_PREFIX).strip()}"
+                                 f"\n\n{body.strip()}"))
+        elif message.role == "user" and message.kind == "feedback":
             blocks.append(_quote(f"**amos host:** {_clean(message.text)}"))
         elif message.role == "user":
             prompts += 1

@@ -112,8 +112,8 @@ class RecoveryDuties:
         """Replace ``session`` with checkpoint ``number``; the current state becomes a new
         checkpoint first, so a restore can itself be undone.
 
-        The id, name, evidence scope, checkpoint counter and checker pins stay those of
-        the current session. The restored state is saved and journalled (``snapshot``).
+        The id, name, evidence scope, checkpoint counter, checker pins, usage (tokens
+        and cost already spent) and per-call usage rows stay those of the current session. The restored state is saved and journalled (``snapshot``).
 
         Returns:
             The restored session (the caller replaces its in-memory one).
@@ -132,6 +132,9 @@ class RecoveryDuties:
         restored = restored.model_copy(update={
             "id": session.id, "name": session.name, "evidence_scope": session.evidence_scope,
             "last_checkpoint": session.last_checkpoint, "created_at": session.created_at,
+            # Tokens spent are spent: a restore rewinds the conversation, not the bill.
+            "usage": session.usage.model_copy(), "model_calls": list(session.model_calls),
+            "estimator": session.estimator,
             "host": restored.host.model_copy(update={"checker_pins": dict(session.host.checker_pins)}),
         })
         journal = self.journal(session)

@@ -35,6 +35,13 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$")
 _GENERATED_ID_RE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
 
 
+def _is_empty(path: Path) -> bool:
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False
+
+
 def utc_now() -> str:
     """Current time as ISO-8601 UTC with milliseconds."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
@@ -360,7 +367,8 @@ class SessionStore(RecoveryDuties):
         except FileNotFoundError:
             raise SessionError("corrupt", f"{path}: the snapshot is missing") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise SessionError("corrupt", f"{path}: cannot read session: {exc}") from None
+            problem = "the file is empty (0 bytes)" if _is_empty(path) else str(exc)
+            raise SessionError("corrupt", f"{path}: cannot read session: {problem}") from None
         except RecursionError:
             raise SessionError("corrupt", f"{path}: cannot read session: JSON nested too deeply") from None
         if not isinstance(data, dict):
@@ -470,7 +478,7 @@ class SessionStore(RecoveryDuties):
             if not child.is_dir() or not _ID_RE.match(child.name) or not self._is_session(child.name):
                 continue
             rows.append(self._summary(child.name))
-        rows.sort(key=lambda r: (r.broken is None, r.updated_at, r.id), reverse=True)
+        rows.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
         return rows
 
     def _summary(self, session_id: str) -> SessionSummary:
@@ -500,7 +508,14 @@ class SessionStore(RecoveryDuties):
                     source = ""
                 reason += (f" — `amos sessions repair {session_id}` rebuilds it from {source}" if source
                            else " — no checkpoint or journal can rebuild it")
-            return SessionSummary(id=session_id, name=None, title=None, updated_at="", messages=0,
+            # A broken session sorts by when its folder last changed, so `latest` still
+            # means the newest session (and then fails naming it) rather than an older one.
+            try:
+                changed = datetime.fromtimestamp(max(p.stat().st_mtime for p in self.session_dir(session_id).iterdir()),
+                                                 UTC).isoformat(timespec="milliseconds")
+            except (OSError, ValueError):
+                changed = ""
+            return SessionSummary(id=session_id, name=None, title=None, updated_at=changed, messages=0,
                                   last_verdict=None, model=None, path=str(path), broken=reason)
 
     def delete(self, id_or_name: str) -> str:

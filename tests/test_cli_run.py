@@ -218,7 +218,13 @@ def test_sigint_during_long_command_exits_130_and_leaves_nothing(tmp_path):
 def test_sigterm_exits_143(tmp_path):
     script = write_script(tmp_path, [{"delay_ms": 30000, "text": "late"}])
     proc = amos_process("run", "--json", "--script", str(script), "--workspace", str(tmp_path), "wait", cwd=tmp_path)
-    time.sleep(1.5)
+    # Signal once the model call is under way (the journal says so), not after a guessed
+    # delay: a loaded machine may still be importing amos after 1.5 s.
+    deadline = time.monotonic() + 30
+    home = Path(os.environ["AMOS_HOME"])
+    while time.monotonic() < deadline and not any(
+            "step_started" in j.read_text(errors="replace") for j in home.rglob("journal.jsonl")):
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=15)
     assert proc.returncode == 143, err

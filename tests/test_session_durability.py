@@ -225,7 +225,9 @@ def test_a_run_killed_during_its_second_tool_keeps_the_first(tmp_path):
     code, doc = cli_json("sessions", "list")
     assert code == 0
     (row,) = [r for r in doc["sessions"] if r["id"] == sid]
-    assert row["broken"] is None and row["messages"] == 3 and row["title"] == "do both"
+    # the call that was running when amos died gets a result saying its outcome is unknown
+    assert row["broken"] is None and row["messages"] == 4 and row["title"] == "do both"
+    assert row["cost_usd"] is None  # the scripted model has no price
 
     result = cli("sessions", "export", sid)
     assert result.exit_code == 0, result.stderr
@@ -234,9 +236,14 @@ def test_a_run_killed_during_its_second_tool_keeps_the_first(tmp_path):
     assert "*(no run has finished in this session)*" in md
     store = _store()
     loaded = store.load(sid)
-    assert [len(m.tool_results) for m in loaded.messages] == [0, 0, 1]
+    assert [len(m.tool_results) for m in loaded.messages] == [0, 0, 1, 1]
     assert loaded.messages[2].tool_results[0].call_id == "c1"
+    interrupted = loaded.messages[3].tool_results[0]
+    assert (interrupted.call_id, interrupted.status) == ("c2", "cancelled")
+    assert "whether it took effect is unknown" in interrupted.content
     assert any("recovered" in w for w in store.warnings)
+    assert any("interrupted" in w and "run_command (c2) was running" in w for w in store.warnings)
+    assert loaded.usage.model_calls == 1  # the killed run's model call still counts
 
     # the lock died with the process: the next run takes it over and continues
     # (the scripted provider's position was journalled, so the script continues at turn 2)

@@ -340,11 +340,16 @@ def _session(runner: Any, rest: str, line: str) -> SlashResult:
                                     usage="/session save [NAME]")
         name = names[0] if names else None
         if name is not None:
-            existing = [r.id for r in runner.store.list()] if runner.store else []
+            rows = runner.store.list() if runner.store else []
             try:
-                check_session_name(name, existing)
+                check_session_name(name, [r.id for r in rows])
             except SessionError as exc:
                 raise SlashCommandError(str(exc), usage="/session save [NAME]") from None
+            taken = [r.id for r in rows if r.name == name and r.id != runner.session_id]
+            if taken:
+                raise SlashCommandError(f"the name {name!r} is already used by session {taken[0]}; choose another "
+                                        "(names must stay unique so they can stand for an id)",
+                                        usage="/session save [NAME]")
         try:
             checkpoint = runner.save_checkpoint(name)
         except SessionError as exc:
