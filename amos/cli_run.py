@@ -119,6 +119,9 @@ class Renderer:
         if isinstance(event, Notice) and event.level == "error":  # stderr, also with --json
             self._line(f"amos: {event.text}")
             return
+        if isinstance(event, Notice) and event.level == "warning" and not self.progress:
+            self._line(f"amos: warning: {event.text}")  # e.g. held calls dropped by a new prompt
+            return
         if not self.progress:
             return
         if isinstance(event, TextDelta):

@@ -177,6 +177,8 @@ class ToolRounds:
     evidence: EvidenceCapture | None
     session: Session
     _approvals: dict[str, asyncio.Future]
+    _session_approved: set[str]
+    """Fingerprints of calls a person approved for the rest of this session (in memory)."""
     _emit: Callable[[Execution, RunEvent], None]
 
     async def _run_batch(self, ex: Execution, calls: list[ToolCallPart],
@@ -227,6 +229,10 @@ class ToolRounds:
                     approved, reason = preset[call.call_id]
                 elif self.settings.auto_approve:
                     approved, reason = True, None
+                elif fp in self._session_approved:
+                    approved, reason = True, None
+                    self._emit(ex, Notice(text=f"{call.tool_name} {self.tools.summarize(call)}: approved for this "
+                                               "session earlier (same tool, same arguments); not asked again"))
                 elif self.settings.interactive:
                     await self._flush_reads(ex, reads)
                     approved, reason = await self._ask(ex, call)
@@ -349,6 +355,15 @@ class ToolRounds:
                                        summary=self.tools.summarize(call), effect=self.tools.effect(call.tool_name)))
 
     async def _ask(self, ex: Execution, call: ToolCallPart) -> tuple[bool, str | None]:
+        """Ask the front end (``ApprovalRequested``) and wait for ``answer_approval``.
+
+        An approval given with ``remember`` adds the call's fingerprint
+        (:func:`~amos.approvals.call_fingerprint`: tool + arguments) to the runner's
+        session approvals, so the same call later in this session runs unasked.
+
+        Returns:
+            ``(approved, reason)``.
+        """
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         self._approvals[call.call_id] = future
         self._emit(ex, ApprovalRequested(
@@ -356,9 +371,12 @@ class ToolRounds:
             summary=self.tools.summarize(call), arguments=call.arguments,
             resume_token=f"{self.session.id}:{ex.record.execution_id}:{call.call_id}"))
         try:
-            return await future
+            approved, reason, remember = await future
         finally:
             self._approvals.pop(call.call_id, None)
+        if approved and remember:
+            self._session_approved.add(call_fingerprint(call))
+        return approved, reason
 
     def _pause(self, ex: Execution, held_calls: list[ToolCallPart]) -> None:
         def needs(call: ToolCallPart) -> bool:

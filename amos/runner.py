@@ -121,6 +121,7 @@ class AgentRunner(JournalDuties, ContextDuties, TaskDuties, PolicyDuties, Eviden
         self._task: asyncio.Task | None = None
         self._cancel_requested = False
         self._approvals: dict[str, asyncio.Future] = {}
+        self._session_approved: set[str] = set()
         self._live: Execution | None = None
 
     # ------------------------------------------------------------------ host API
@@ -200,12 +201,37 @@ class AgentRunner(JournalDuties, ContextDuties, TaskDuties, PolicyDuties, Eviden
         ex = Execution(record=record, resumed=True, usage_at_start=record.usage.model_copy())
         return self._drive(ex, lambda: self._continue_held(ex, pending))
 
-    def answer_approval(self, call_id: str, approved: bool, reason: str | None = None) -> None:
-        """Answer an ``ApprovalRequested`` event (interactive front ends)."""
+    def answer_approval(self, call_id: str, approved: bool, reason: str | None = None,
+                        remember: bool = False) -> None:
+        """Answer an ``ApprovalRequested`` event (interactive front ends).
+
+        The run waiting on that call goes on at once. An answer for a call that is not
+        waiting (already answered, or its run ended) is ignored.
+
+        Args:
+            call_id: the ``call_id`` of the ``ApprovalRequested`` event.
+            approved: run the call (True) or deny it (False). A denied call gets a
+                ``denied`` result carrying ``reason``, which the model sees; an
+                identical call later in the same execution is denied again without
+                asking (spec/stop-receipts.md "Approvals that pause a run").
+            reason: why it was denied (optional; ignored when approved).
+            remember: with ``approved``, approve this exact call pattern (same tool,
+                same arguments: :func:`~amos.approvals.call_fingerprint`) for the rest
+                of this session: such a call runs without asking (a notice says so).
+                Kept in memory by this runner only, never saved with the session, so a
+                later ``amos resume``/``amos run`` or a reopened session asks again.
+        """
         future = self._approvals.get(call_id)
         if future is not None and not future.done():
-            self._journal_write("approval", call_id=call_id, approved=approved, reason=reason)
-            future.set_result((approved, reason))
+            remember = bool(approved and remember)
+            self._journal_write("approval", call_id=call_id, approved=approved, reason=reason, remember=remember)
+            future.set_result((approved, reason, remember))
+
+    @property
+    def session_approvals(self) -> int:
+        """How many call patterns were approved for this session (``answer_approval``
+        with ``remember``); they are forgotten when this runner closes."""
+        return len(self._session_approved)
 
     def cancel(self) -> None:
         """Stop the running model call and tools; the run ends ``user_abort``."""

@@ -22,8 +22,9 @@ from textual.widgets._collapsible import CollapsibleTitle
 
 from amos.host import RunOptions
 from amos.slash import COMMANDS
-from amos.tui.app import IDLE_INTERRUPT_NOTICE, AmosApp, run_tui
+from amos.tui.app import AmosApp, run_tui
 from amos.tui.screens.approval import ApprovalScreen
+from amos.tui.screens.confirm_quit import ConfirmQuitScreen
 from amos.tui.texts import exit_message
 from amos.tui.widgets.command_output import CommandOutput
 from amos.tui.widgets.prompt_input import PLACEHOLDER, complete
@@ -265,12 +266,12 @@ def test_completion_of_subcommands_and_help_arguments():
     assert complete("plain prompt") == ("plain prompt", [])
 
 
-async def test_ctrl_c_when_idle_says_there_is_nothing_to_cancel(make_runner):
+async def test_ctrl_c_when_idle_asks_before_quitting(make_runner):
     runner, opened = make_runner([{"text": "unused"}])
     app = AmosApp(runner, opened)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("ctrl+c")
-        assert notice_line(app) == f"ℹ {IDLE_INTERRUPT_NOTICE}"
+        assert isinstance(app.screen, ConfirmQuitScreen), "tests/test_tui_control.py tests the answers"
         assert not app.receipts and app.return_code is None
 
 

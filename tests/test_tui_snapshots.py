@@ -84,6 +84,26 @@ def test_snapshot_of_the_approval_modal(snap_compare, snapshot_runner):
     ])
 
     async def run_before(pilot):
-        await _send_and_wait(pilot, "add sub()", lambda a: isinstance(a.screen, ApprovalScreen))
+        await _send_and_wait(pilot, "add sub()", _diff_shown)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def _diff_shown(app) -> bool:
+    """The approval modal is up and its diff was computed (in a worker thread)."""
+    return isinstance(app.screen, ApprovalScreen) and app.screen.diff is not None
+
+
+def test_snapshot_of_the_approval_modal_with_an_edit_diff(snap_compare, snapshot_runner):
+    app = snapshot_runner([
+        {"text": "I'll document `add`.",
+         "tool_calls": [{"id": "e1", "name": "edit_file",
+                         "arguments": {"path": "calc.py", "old_text": "def add(a, b):\n",
+                                       "new_text": "def add(a, b):\n    \"\"\"Return a + b.\"\"\"\n"}}]},
+        {"text": "Done."},
+    ])
+
+    async def run_before(pilot):
+        await _send_and_wait(pilot, "document add", _diff_shown)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -11,7 +11,11 @@ input stays usable; Ctrl+C (or Esc twice) cancels a run, which then ends with a
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import os
+import signal
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -40,6 +44,8 @@ from amos.host import Opened, RunOptions, open_runner
 from amos.policy.stop import StopReceipt
 from amos.slash import COMMANDS, CustomCommand, custom_commands, execute_line, parse_line
 from amos.tui.screens.approval import ApprovalAnswer, ApprovalScreen
+from amos.tui.screens.confirm_quit import ConfirmQuitScreen
+from amos.tui.screens.session_picker import SessionPickerScreen
 from amos.tui.texts import demo_banner, exit_message, resumed_notice
 from amos.tui.widgets import (
     assistant,
@@ -61,7 +67,10 @@ DOUBLE_ESCAPE_S = 1.0
 """Two Esc presses within this many seconds cancel a running run."""
 
 BUSY_NOTICE = "a run is active: wait for it to end, or press Ctrl+C (or Esc twice) to cancel it"
-IDLE_INTERRUPT_NOTICE = "nothing to cancel — Ctrl+Q quits"
+SIGTERM_EXIT = 143
+"""Exit status after SIGTERM (128 + 15), as ``amos run`` (spec/cli.md)."""
+TERMINATE_GRACE_S = 5.0
+"""After SIGTERM, how long a run may take to cancel and save before the app exits anyway."""
 TICK_S = 0.2
 """How often the status bar's spinner and elapsed time advance while a run is active."""
 
@@ -340,6 +349,9 @@ class AmosApp(App[int]):
             await conv.add_notice(result.text)
             self.run_worker(self._compact(line, result.action_arg or None), group="compact")
             return
+        elif self._wants_picker(line, result):
+            self.pick_session(result.result["sessions"])
+            return
         elif result.action in ("load_session", "reload_session") and result.action_arg:
             await conv.add_command_output(result.text)
             await self.load_session(result.action_arg, reload=result.action == "reload_session")
@@ -471,20 +483,24 @@ class AmosApp(App[int]):
         """Push the approval screen; its answer goes to the runner, which is waiting for it."""
         self._set_state("approval")
         call = f"{request.tool} {call_detail(request.tool, request.summary)}".rstrip()
-        self.show_notice_line(f"approval needed: {call} · y approve once · n deny with a reason · Esc deny",
-                              "approval", transient=True)
-        screen = ApprovalScreen(request)
+        self.show_notice_line(f"approval needed: {call} · y once · s for this session · n deny with a reason "
+                              "· Esc deny", "approval", transient=True)
+        screen = ApprovalScreen(request, self.runner.workspace)
         self._approval = screen
 
         async def answered(answer: ApprovalAnswer | None) -> None:
             if self._approval is screen:
                 self._approval = None
-            approved, reason = answer if answer is not None else (False, None)
+            approved, reason, remember = answer if answer is not None else ApprovalAnswer(False)
             # The decision is shown on the call's own line, before the runner goes on
             # (its ToolCallStarted/Finished then update that same line): one line per call.
             self.conversation.tool_decision(request.call_id, approved)
             self.show_notice_line("")
-            self.runner.answer_approval(request.call_id, approved, reason)
+            self.runner.answer_approval(request.call_id, approved, reason, remember=remember)
+            if remember and approved:
+                await self.conversation.add_notice(
+                    f"approved for this session: {call} — the same call runs without asking until amos exits",
+                    "approved")
             if self._busy and self._state == "approval":
                 self._set_state("running")
 
@@ -507,13 +523,16 @@ class AmosApp(App[int]):
         self.show_notice_line("cancelling the run…", "warning", transient=True)
 
     def action_interrupt(self) -> None:
-        """Ctrl+C: cancel a running run; when idle, clear the input, or say how to quit."""
-        if self._busy:
+        """Ctrl+C: cancel a running run; when idle, clear the input, or ask before quitting
+        (a second Ctrl+C or ``y`` quits; any other key stays)."""
+        if isinstance(self.screen, ConfirmQuitScreen):
+            self.screen.dismiss(True)
+        elif self._busy:
             self.cancel_run()
         elif self.prompt_input.value:
             self.prompt_input.value = ""
         else:
-            self.show_notice_line(IDLE_INTERRUPT_NOTICE, transient=True)
+            self.confirm_quit()
 
     def action_escape(self) -> None:
         """Esc twice within a second cancels a running run; when idle, Esc returns to the input."""
@@ -602,6 +621,79 @@ class AmosApp(App[int]):
             await conv.add_notice("this session paused waiting for approval; asking you now", "approval")
             self._start(runner.resume())
 
+    # ------------------------------------------------------------------ quitting, signals, the session picker
+
+    terminated: bool = False
+    """True once SIGTERM asked the app to exit (:func:`run_tui` then returns 143)."""
+
+    def confirm_quit(self) -> None:
+        """Ask before quitting (Ctrl+C on an idle, empty prompt): ``y`` or Ctrl+C quits
+        (saving when autosave is on), anything else stays."""
+        if isinstance(self.screen, ConfirmQuitScreen):
+            return
+
+        async def answered(quit_now: bool | None) -> None:
+            if quit_now:
+                await self.quit_app(save=bool(self.runner.session.messages))
+            else:
+                self.show_notice_line("")
+
+        self.push_screen(ConfirmQuitScreen(), answered)
+
+    def on_load(self) -> None:
+        """Install the SIGTERM handler on the app's event loop (removed on unmount)."""
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._on_sigterm)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            pass
+
+    def on_unmount(self) -> None:
+        """Give SIGTERM back to its previous behaviour."""
+        try:
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+
+    def _on_sigterm(self) -> None:
+        self.terminated = True
+        self.call_later(self.terminate)
+
+    async def terminate(self) -> None:
+        """SIGTERM: cancel a run (it saves with its ``user_abort`` receipt), save, exit.
+
+        The exit happens after at most :data:`TERMINATE_GRACE_S` even if the cancelled
+        run or the save does not finish; :func:`run_tui` saves once more (best effort)
+        and returns :data:`SIGTERM_EXIT`.
+        """
+        self.terminated = True
+        self.set_timer(TERMINATE_GRACE_S, lambda: self.exit(0))
+        await self.quit_app(save=bool(self.runner.session.messages))
+        if not self._busy:  # a failed save leaves the app open; a signal must not
+            self.exit(0)
+
+    @staticmethod
+    def _wants_picker(line: str, result: Any) -> bool:
+        """``/session load`` without an argument listed the sessions: show the picker."""
+        parsed = parse_line(line)
+        return (parsed.name == "session" and parsed.rest.split() == ["load"] and result.ok
+                and result.action is None and isinstance(result.result, dict)
+                and bool(result.result.get("sessions")))
+
+    def pick_session(self, rows: list[dict[str, Any]]) -> None:
+        """Show the session picker; the chosen session is loaded (Esc keeps this one).
+
+        Args:
+            rows: ``SessionSummary`` dicts, newest first (from ``/session load``).
+        """
+
+        async def chosen(session_id: str | None) -> None:
+            if session_id:
+                await self.load_session(session_id)
+            else:
+                await self.conversation.add_notice("no session loaded")
+
+        self.push_screen(SessionPickerScreen(rows, current=self.runner.session_id), chosen)
+
 
 def run_tui(options: RunOptions) -> int:
     """Open a runner for ``options``, run the TUI until it exits, release the runner.
@@ -624,12 +716,52 @@ def run_tui(options: RunOptions) -> int:
     """
     runner, opened = open_runner(options)
     app = AmosApp(runner, opened, options=options)
+    opened_digest = session_digest(runner)
+    problem = None
     try:
         app.run()
     finally:
+        # Also after a crash in the app (then the exception propagates after this).
+        problem = save_on_exit(app.runner, opened_digest if app.runner is runner else None)
         app.runner.close()
+    if problem:
+        print(problem, file=sys.stderr, flush=True)
     print(exit_message(app.runner), flush=True)
+    if app.terminated:
+        return SIGTERM_EXIT
     return app.return_code or 0
+
+
+def session_digest(runner: Any) -> str:
+    """A digest of the runner's session as it is now (whatever it holds but its save time)."""
+    data = runner.session.model_dump_json(exclude={"updated_at"})
+    return hashlib.sha256(data.encode("utf-8", errors="replace")).hexdigest()
+
+
+def save_on_exit(runner: Any, opened_digest: str | None = None) -> str | None:
+    """Save the session as the TUI exits, best effort (after a crash too).
+
+    Saved when autosave is on (``sessions.autosave``, not ``--no-save``), the session
+    holds something (a message) and it changed since it was opened (``opened_digest``;
+    None: assume it changed), so opening a session and quitting does not move it to the
+    top of ``amos sessions list``.
+
+    Args:
+        runner: the ``AgentRunner`` the app ended with (not closed yet).
+        opened_digest: :func:`session_digest` when that runner was opened, or None.
+
+    Returns:
+        None, or one line saying why the session could not be saved.
+    """
+    try:
+        if not runner.autosave or not runner.session.messages:
+            return None
+        if opened_digest is not None and session_digest(runner) == opened_digest:
+            return None
+        runner.save()
+    except Exception as exc:  # noqa: BLE001 - exiting must go on; say what happened
+        return f"amos: the session could not be saved on exit: {exc}"
+    return None
 
 
 __all__ = ["AmosApp", "run_tui", "demo_banner", "exit_message"]

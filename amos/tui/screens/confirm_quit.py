@@ -1,0 +1,42 @@
+"""Ctrl+C on an idle prompt: ask before quitting.
+
+A second Ctrl+C or ``y`` confirms (the app handles Ctrl+C itself, as it is a
+priority binding); any other key, or a click, dismisses and leaves amos as it was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+QUESTION = "Quit amos?"
+HINT = "y or Ctrl+C again quits (the session is saved) · any other key stays"
+
+
+class ConfirmQuitScreen(ModalScreen[bool]):
+    """A one-question modal; dismisses with True to quit, False to stay."""
+
+    CSS_PATH = Path(__file__).with_suffix(".tcss")
+
+    def compose(self) -> ComposeResult:
+        """The question and which keys answer it."""
+        with Vertical(id="confirm-quit-dialog"):
+            yield Static(Text(QUESTION, style="bold"), id="confirm-quit-question")
+            yield Static(Text(HINT), id="confirm-quit-hint")
+
+    def on_key(self, event: events.Key) -> None:
+        """``y`` quits; every other key stays (and does nothing else)."""
+        event.stop()
+        event.prevent_default()
+        self.dismiss(event.key == "y")
+
+    def on_click(self, event: events.Click) -> None:
+        """A click anywhere stays."""
+        event.stop()
+        self.dismiss(False)
