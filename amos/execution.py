@@ -472,6 +472,8 @@ class ToolRounds:
                 call_id=held.call.call_id, tool_name=held.call.tool_name, is_error=True, status="not_started",
                 content="not run: the session continued with a new prompt before this call was decided")
             self.session.messages.append(Message.tool_result(result))
+        names = ", ".join(f"{self.tools.summarize(h.call)} ({h.call.call_id})" for h in pending.held[:5])
         self._emit(ex, Notice(level="warning", text=f"{len(pending.held)} held call(s) were dropped unrun: "
-                                                    "a new prompt replaced the pending approval"))
+                                                    f"{names}{' …' if len(pending.held) > 5 else ''} — a new "
+                                                    "prompt replaced the pending approval"))
 
