@@ -109,6 +109,16 @@ def test_summary_requests_do_not_consume_turns(tmp_path):
     assert call(provider)[0].text == "turn"
 
 
+def test_summaries_used_are_kept_in_the_session_state(tmp_path):
+    # A second `amos run --session ID "/compact"` opens a new provider on the same state.
+    path = write_script(tmp_path, [{"text": "turn"}], summaries=["FIRST", "SECOND"])
+    state: dict = {}
+    summary = ModelRequest(system="s", messages=[Message.user("older")], purpose="summary")
+    assert call(ScriptedProvider.from_file(path, state=state), summary)[0].text == "FIRST"
+    assert call(ScriptedProvider.from_file(path, state=state), summary)[0].text == "SECOND"
+    assert call(ScriptedProvider.from_file(path, state={}), summary)[0].text == "FIRST"
+
+
 @pytest.mark.parametrize("body,needle", [
     ({"version": 1, "turns": [{"tool_calls": [{"name": "a", "arguments": {}, "raw_arguments": "{}"}]}]},
      "exactly one"),

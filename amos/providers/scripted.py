@@ -182,7 +182,6 @@ class ScriptedProvider:
         self.path = path
         self.model_name = script.model
         self._state = state
-        self._summary_index = 0
 
     @classmethod
     def from_file(cls, path: Path, *, state: MutableMapping[str, Any]) -> ScriptedProvider:
@@ -272,9 +271,12 @@ class ScriptedProvider:
         yield FinishEvent(finish, usage)
 
     async def _summary(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        if self._summary_index < len(self.script.summaries):
-            text = self.script.summaries[self._summary_index]
-            self._summary_index += 1
+        # The summaries used so far are part of the session, like the turn position.
+        used = self._state.setdefault("scripted_summary_positions", {})
+        index = int(used.get(self.digest, 0))
+        if index < len(self.script.summaries):
+            text = self.script.summaries[index]
+            used[self.digest] = index + 1
         else:
             # The first line of each replaced message; the runner's closing instruction
             # (a host ``feedback`` message) is not part of what is replaced.
