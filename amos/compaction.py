@@ -182,8 +182,12 @@ def plan_compaction(messages: Sequence[Message], message_tokens: Sequence[int], 
 
 
 def apply_plan(messages: Sequence[Message], plan: CompactionPlan, summary: Message) -> list[Message]:
-    """The new history: the summary, the kept older messages, then the recent part."""
-    return [summary, *(messages[i] for i in plan.kept_old), *messages[plan.recent_start:]]
+    """The new history: the kept older messages in their order with the summary where
+    the first replaced message was (so during a run it follows the run's prompt), then
+    the recent part."""
+    first = plan.replaced[0] if plan.replaced else plan.recent_start
+    return [*(messages[i] for i in plan.kept_old if i < first), summary,
+            *(messages[i] for i in plan.kept_old if i > first), *messages[plan.recent_start:]]
 
 
 def summary_message(text: str, *, replaced: int, source: str) -> Message:
