@@ -231,8 +231,8 @@ class ToolRounds:
                     approved, reason = True, None
                 elif fp in self._session_approved:
                     approved, reason = True, None
-                    self._emit(ex, Notice(text=f"{call.tool_name} {self.tools.summarize(call)}: approved for this "
-                                               "session earlier (same tool, same arguments); not asked again"))
+                    self._emit(ex, Notice(text=f"{self.tools.summarize(call)}: approved for this session "
+                                               "earlier (same tool, same arguments); not asked again"))
                 elif self.settings.interactive:
                     await self._flush_reads(ex, reads)
                     approved, reason = await self._ask(ex, call)

@@ -99,8 +99,8 @@ async def test_approve_for_the_session_skips_the_same_call_but_asks_for_a_differ
         assert app.conversation.tool_line("w2").status == "succeeded"
         texts = [n.text for n in notices(app)]
         assert any(t.startswith("approved for this session: write_file a.txt") for t in texts)
-        assert any("approved for this session earlier (same tool, same arguments); not asked again" in t
-                   for t in texts)
+        assert "write_file a.txt (4 bytes): approved for this session earlier (same tool, same arguments); " \
+               "not asked again" in texts
         await submit(pilot, app, "once more")
         await wait_for(pilot, lambda: len(app.receipts) == 2 and not app.busy)
         assert asked == ["w1", "w3"], "the approval holds for the rest of the session"

@@ -28,7 +28,7 @@ from textual.widgets import OptionList
 
 from amos.host import RunOptions
 from amos.tui.app import BUSY_NOTICE, SIGTERM_EXIT, AmosApp, run_tui, save_on_exit, session_digest
-from amos.tui.screens.confirm_quit import ConfirmQuitScreen
+from amos.tui.screens.confirm_quit import HINT, ConfirmQuitScreen
 from amos.tui.screens.session_picker import SessionPickerScreen
 from tests import test_tui
 from tests.support import collect, finished
@@ -124,6 +124,8 @@ async def test_ctrl_c_on_an_idle_prompt_asks_and_another_key_dismisses(make_runn
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("ctrl+c")
         assert isinstance(app.screen, ConfirmQuitScreen)
+        hint = app.screen.query_one("#confirm-quit-hint")
+        assert hint.region.width >= len(HINT) and str(hint.content) == HINT, "the question is readable"
         await pilot.press("x")
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmQuitScreen) and app.return_code is None

@@ -16,7 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 QUESTION = "Quit amos?"
-HINT = "y or Ctrl+C again quits (the session is saved) · any other key stays"
+HINT = "y or Ctrl+C again quits · any other key stays"
 
 
 class ConfirmQuitScreen(ModalScreen[bool]):
