@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from amos.evidence import codec
 from amos.host import RunOptions, open_runner
+from amos.slash import execute_line
 from amos.tui import app as app_module
 from amos.tui.screens.approval import ApprovalScreen
 from amos.tui.widgets import tool_line
@@ -34,11 +36,11 @@ def snapshot_runner(tmp_path, monkeypatch):
     (WORKSPACE / "calc.py").write_text("def add(a, b):\n    return a + b\n", encoding="utf-8")
     runners = []
 
-    def make(turns):
+    def make(turns, **options):
         script = tmp_path / "script.json"
         script.write_text(json.dumps({"version": 1, "model": "scripted-test", "turns": turns}), encoding="utf-8")
         runner, opened = open_runner(RunOptions(model=f"scripted:{script}", workspace=WORKSPACE,
-                                                interactive=True, no_save=True, cwd=tmp_path))
+                                                interactive=True, no_save=True, cwd=tmp_path, **options))
         runner.session.id = SESSION_ID
         runners.append(runner)
         return app_module.AmosApp(runner, opened)
@@ -107,3 +109,41 @@ def test_snapshot_of_the_approval_modal_with_an_edit_diff(snap_compare, snapshot
         await _send_and_wait(pilot, "document add", _diff_shown)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+PANEL_SIZE = (120, 40)
+
+
+def test_snapshot_of_the_side_panel(snap_compare, snapshot_runner, tmp_path, monkeypatch):
+    ids = iter(range(1, 100))  # evidence ids are time-ordered UUIDs: numbered for the picture
+    monkeypatch.setattr(codec, "next_record_id", lambda last, now: f"{next(ids):08d}-0000-7000-8000-000000000000")
+    config = tmp_path / "cfg.json"
+    config.write_text(json.dumps({"task_state": {"enabled": True, "owner_id": "snap"},
+                                  "evidence": {"enabled": True, "max_records": 1, "scope": {"owner_id": "snap"}},
+                                  "doom_loop": True, "loop_policy": {"max_recovery_attempts": 2}}), encoding="utf-8")
+    app = snapshot_runner([
+        {"text": "Reading both files.",
+         "tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "calc.py"}},
+                        {"id": "r2", "name": "read_file", "arguments": {"path": "missing.py"}}]},
+        {"text": "`missing.py` does not exist; `calc.py` adds its arguments."},
+    ], config_path=config)
+    # Added before the app starts: the command's output names the task by the session's original (random) id.
+    assert execute_line(app.runner, "/context task add 0 objective goal Keep add() correct and its API stable").ok
+
+    async def run_before(pilot):
+        await _send_and_wait(pilot, "read calc.py and missing.py", lambda a: a.receipts and not a.busy)
+        await pilot.press("f2")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=PANEL_SIZE, run_before=run_before)
+
+
+def test_snapshot_of_the_help_screen(snap_compare, snapshot_runner):
+    app = snapshot_runner([{"text": "unused"}])
+
+    async def run_before(pilot):
+        pilot.app.prompt_input.cursor_blink = False
+        await pilot.press("f1")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=PANEL_SIZE, run_before=run_before)

@@ -26,6 +26,7 @@ from textual import work
 from textual.actions import SkipAction
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.containers import Horizontal
 from textual.widgets import Input, Static
 
 from amos.errors import AmosError, SlashCommandError
@@ -46,7 +47,8 @@ from amos.slash import COMMANDS, CustomCommand, custom_commands, execute_line, p
 from amos.tui.screens.approval import ApprovalAnswer, ApprovalScreen
 from amos.tui.screens.confirm_quit import ConfirmQuitScreen
 from amos.tui.screens.session_picker import SessionPickerScreen
-from amos.tui.texts import demo_banner, exit_message, resumed_notice
+from amos.tui.screens.help import HelpContent, HelpScreen
+from amos.tui.texts import SaveTracker, demo_banner, exit_message, resumed_notice
 from amos.tui.widgets import (
     assistant,
     command_output,
@@ -54,13 +56,15 @@ from amos.tui.widgets import (
     notice,
     prompt_input,
     receipt,
+    side_panel,
     status_bar,
     tool_line,
 )
 from amos.tui.widgets.conversation import ConversationView
 from amos.tui.widgets.notice import LEVEL_GLYPHS
 from amos.tui.widgets.prompt_input import PromptInput, command_hint
-from amos.tui.widgets.status_bar import Status, StatusBar
+from amos.tui.widgets.side_panel import SidePanel, panel_data
+from amos.tui.widgets.status_bar import Status, StatusBar, status_phase
 from amos.tui.widgets.tool_line import call_detail, exit_code_of
 
 DOUBLE_ESCAPE_S = 1.0
@@ -73,6 +77,8 @@ TERMINATE_GRACE_S = 5.0
 """After SIGTERM, how long a run may take to cancel and save before the app exits anyway."""
 TICK_S = 0.2
 """How often the status bar's spinner and elapsed time advance while a run is active."""
+PANEL_REFRESH_S = 0.1
+"""During a run, the side panel is redrawn at most this often (a batch of events, one draw)."""
 
 
 class AmosApp(App[int]):
@@ -102,12 +108,15 @@ class AmosApp(App[int]):
         receipt.CSS_PATH,
         prompt_input.CSS_PATH,
         status_bar.CSS_PATH,
+        side_panel.CSS_PATH,
     ]
     BINDINGS = [
         Binding("ctrl+c", "interrupt", "Cancel run", show=False, priority=True),
         Binding("escape", "escape", "Cancel run (twice)", show=False),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
         Binding("tab", "complete_custom", "Complete a custom command", show=False, priority=True),
+        Binding("f1", "help", "Help", show=False),
+        Binding("f2", "toggle_panel", "Side panel", show=False),
     ]
 
     def __init__(self, runner: Any, opened: Opened | None = None, *, options: RunOptions | None = None) -> None:
@@ -130,12 +139,18 @@ class AmosApp(App[int]):
         self._frame = 0
         self._ticker: Any = None
         self._customs: dict[str, CustomCommand] = {}
+        self._phase: str | None = None  # the latest phase a Notice of the active run announced
+        self._saves = SaveTracker()
+        self._panel_timer: Any = None
 
     # ------------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
-        """Conversation, notice line, input, status bar (top to bottom)."""
-        yield ConversationView(id="conversation")
+        """Conversation (with the side panel beside it, hidden until F2), notice line,
+        input, status bar (top to bottom)."""
+        with Horizontal(id="body"):
+            yield ConversationView(id="conversation")
+            yield SidePanel(id="side-panel")
         yield Static("", id="notice-line")
         yield PromptInput(id="prompt")
         yield StatusBar(id="status")
@@ -163,6 +178,7 @@ class AmosApp(App[int]):
                                               writes_allowed=self.opened.demo_workspace is not None), "banner")
         for warning in self.opened.warnings:
             await conv.add_notice(warning, "warning")
+        await self._apply_theme()
         await self._show_history()
         if self.options is not None and self.options.session:
             await conv.add_notice(resumed_notice(self.runner))
@@ -195,16 +211,21 @@ class AmosApp(App[int]):
         self._state = state
         self._refresh_status()
 
-    def _refresh_status(self) -> None:
+    def _refresh_status(self, *, panel: bool = True) -> None:
+        """Redraw the status bar (and, unless ``panel`` is False, the side panel if shown)."""
         runner = self.runner
         last = runner.session.last_stop
+        verdict = last.verdict if last is not None else None
         elapsed = time.monotonic() - self._run_started if self._busy else None
         self.query_one(StatusBar).status = Status(
             model=runner.model_spec, session_id=runner.session_id, session_name=runner.session.name,
             workspace=str(runner.workspace), state=self._state, step=self._step, max_steps=self._max_steps,
-            last_verdict=last.verdict if last is not None else None, elapsed_s=elapsed, frame=self._frame,
+            last_verdict=verdict, elapsed_s=elapsed, frame=self._frame,
             tokens_in=runner.session.usage.input_tokens, tokens_out=runner.session.usage.output_tokens,
-            cost_usd=runner.session.usage.cost_usd if self._show_cost() else None)
+            cost_usd=runner.session.usage.cost_usd if self._show_cost() else None,
+            phase=status_phase(self._state, self._phase, verdict), saved=self._saves.marker(runner))
+        if panel:
+            self._schedule_panel()
 
     def _show_cost(self) -> bool:
         return bool(getattr(getattr(self.runner.config, "ui", None), "show_cost", True))
@@ -212,7 +233,7 @@ class AmosApp(App[int]):
     def _tick(self) -> None:
         """Advance the spinner and the elapsed time while a run is active (liveness)."""
         self._frame += 1
-        self._refresh_status()
+        self._refresh_status(panel=False)
 
     def _start_ticker(self) -> None:
         self._stop_ticker()
@@ -246,6 +267,78 @@ class AmosApp(App[int]):
         """A typing hint (usage, completions): replaced or cleared as the input changes."""
         self.show_notice_line(text, "info", transient=True)
         self._notice_hint = True
+
+    # ------------------------------------------------------------------ side panel (F2), help (F1), theme
+
+    @property
+    def side_panel(self) -> SidePanel:
+        """The side panel beside the conversation."""
+        return self.query_one(SidePanel)
+
+    def action_toggle_panel(self) -> None:
+        """F2: show or hide the side panel (hidden at start; nothing is remembered)."""
+        panel = self.side_panel
+        panel.toggle_class("-visible")
+        if panel.has_class("-visible"):
+            self._refresh_panel()
+
+    def _schedule_panel(self) -> None:
+        """Redraw the side panel if shown: at once when idle; during a run, once per
+        :data:`PANEL_REFRESH_S` however many events arrive (one draw per batch)."""
+        if not self.side_panel.has_class("-visible"):
+            return
+        if not self._busy:
+            self._refresh_panel()
+        elif self._panel_timer is None:
+            self._panel_timer = self.set_timer(PANEL_REFRESH_S, self._refresh_panel)
+
+    def _refresh_panel(self) -> None:
+        timer, self._panel_timer = self._panel_timer, None
+        if timer is not None:
+            timer.stop()
+        panel = self.side_panel
+        if panel.has_class("-visible"):
+            panel.show(panel_data(self.runner))
+
+    def _note_event(self, event: RunEvent) -> None:
+        """Every run event but text: follow the announced loop phase, redraw status and panel."""
+        if isinstance(event, TextDelta):
+            return
+        if isinstance(event, (RunStarted, RunFinished)):
+            self._phase = None
+        elif isinstance(event, Notice):  # the latest notice says which phase the run is in
+            self._phase = event.phase
+        self._refresh_status()
+
+    def action_help(self) -> None:
+        """F1: open the help screen (or close it); not over another dialog (an approval)."""
+        from textual.widgets import TextArea  # a multi-line composer takes Shift+Enter / Ctrl+J
+
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss(None)
+            return
+        if len(self.screen_stack) > 1:
+            return
+        try:
+            result = execute_line(self.runner, "/help").result
+        except AmosError:
+            result = {"commands": [{"usage": c.usage, "summary": c.summary} for c in COMMANDS.values()]}
+        ui = getattr(self.runner.config, "ui", None)
+        self.push_screen(HelpScreen(HelpContent.from_help_result(
+            result, theme=self.theme, config_theme=str(getattr(ui, "theme", "") or ""),
+            multiline=isinstance(self.prompt_input, TextArea))))
+
+    async def _apply_theme(self) -> None:
+        """Use ``ui.theme`` from the config; an unknown name keeps the default and says so."""
+        name = getattr(getattr(self.runner.config, "ui", None), "theme", None)
+        if not name or name == self.theme:
+            return
+        if name in self.available_themes:
+            self.theme = name
+            return
+        await self.conversation.add_notice(
+            f"unknown theme {name!r} in ui.theme; using {self.theme}. Themes: "
+            f"{', '.join(sorted(self.available_themes))} (Ctrl+P, then \"theme\", previews them)", "warning")
 
     # ------------------------------------------------------------------ input
 
@@ -447,6 +540,7 @@ class AmosApp(App[int]):
 
     async def _show_event(self, event: RunEvent) -> None:
         conv = self.conversation
+        self._note_event(event)
         if isinstance(event, TextDelta):
             await conv.append_assistant(event.text)
         elif isinstance(event, ToolCallStarted):

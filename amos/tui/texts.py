@@ -68,3 +68,64 @@ def exit_message(runner: Any) -> str:
         return f"session {runner.session_id} not saved: nothing was sent"
     name = f"session {runner.session.name}" if runner.session.name else "session"
     return f"{name} saved — reopen with: amos --session {runner.session_id}"
+
+
+class SaveTracker:
+    """Whether the session has changes that are not on disk (the status bar's marker).
+
+    Kept simple and honest, from the host API only (``session``, ``tasks``,
+    ``model_spec``, ``autosave``, ``session_path``):
+
+    - with autosave, every run is journalled as it happens and saved when it ends,
+      so the session is ``saved`` once its file exists;
+    - with ``--no-save`` nothing is ever written: ``unsaved`` once the session differs
+      from how it was opened;
+    - with autosave off, ``unsaved`` once the session differs from how it was when
+      its file was last written (``/session save``, a task edit, ``/quit``…; a write
+      is noticed by the file's modification time changing).
+
+    "Differs" compares a cheap signature: the number of messages, the name, the model,
+    the model calls, the task-notes revision and the last stop receipt.
+    """
+
+    def __init__(self) -> None:
+        self._runner: Any = None
+        self._seen: int | None = None
+        self._saved: tuple[Any, ...] | None = None
+
+    @staticmethod
+    def signature(runner: Any) -> tuple[Any, ...]:
+        """What a change to the session changes (see the class docstring)."""
+        session = runner.session
+        try:
+            revision = runner.tasks.revision if getattr(runner, "tasks", None) is not None else None
+        except Exception:  # noqa: BLE001 - a destroyed notebook
+            revision = None
+        last = session.last_stop
+        return (len(session.messages), session.name, runner.model_spec, session.usage.model_calls, revision,
+                (last.execution_id, last.ended_at) if last is not None else None)
+
+    def marker(self, runner: Any) -> str | None:
+        """``saved``, ``unsaved`` or None (nothing changed and nothing saved yet).
+
+        Args:
+            runner: the ``AgentRunner`` in use; a new one (``/session load``) starts
+                from how it was opened.
+        """
+        path = runner.session_path
+        try:
+            mtime: int | None = Path(path).stat().st_mtime_ns if path is not None else None
+        except OSError:
+            mtime = None
+        signature = self.signature(runner)
+        if runner is not self._runner:
+            self._runner, self._seen, self._saved = runner, mtime, signature
+        if path is None:  # --no-save: never written
+            return "unsaved" if signature != self._saved else None
+        if runner.autosave:
+            return "saved" if mtime is not None else None
+        if mtime != self._seen:  # written since we last looked
+            self._seen, self._saved = mtime, signature
+        if signature != self._saved:
+            return "unsaved"
+        return "saved" if mtime is not None else None

@@ -1,4 +1,5 @@
-"""The one-line status bar: run state, model, last verdict, session, workspace."""
+"""The one-line status bar: run state and loop phase, model, usage, last verdict,
+session (and whether it is saved), workspace."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.cells import cell_len
-from rich.text import Text
+from textual.content import Content
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from amos.policy.stop import verdict_glyph
+from amos.policy.stop import phase_for, verdict_glyph
 
 CSS_PATH = Path(__file__).with_suffix(".tcss")
 
@@ -65,6 +66,8 @@ class Status:
         session_name: the session's name, shown instead of the id when set.
         workspace: the workspace root.
         state: ``idle``, ``running``, ``cancelling`` or ``approval``.
+        phase: the loop phase (spec/stop-receipts.md "Loop diagnostics"; see
+            :func:`status_phase`), or None before the session's first run.
         step: the current step (model call) of the running execution, or 0.
         max_steps: the step cap in force, or 0 when unknown.
         last_verdict: verdict of the last finished run, if any.
@@ -73,6 +76,8 @@ class Status:
         tokens_in / tokens_out: the session's usage so far (tokens).
         cost_usd: the session's cost so far, or None (unknown price, or ``ui.show_cost``
             off).
+        saved: ``saved``, ``unsaved`` (changes not written, see
+            :class:`amos.tui.texts.SaveTracker`), or None (nothing to say yet).
     """
 
     model: str = ""
@@ -88,11 +93,42 @@ class Status:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float | None = None
+    phase: str | None = None
+    saved: str | None = None
 
 
-def _count(tokens: int) -> str:
-    return f"{tokens / 1_000_000:.1f}M" if tokens >= 1_000_000 else f"{tokens / 1000:.1f}k" if tokens >= 1000 \
-        else str(tokens)
+def status_phase(state: str, announced: str | None, last_verdict: str | None) -> str | None:
+    """The loop phase the status bar shows.
+
+    While a run is active: ``input-needed`` when it waits for an approval,
+    ``recovering`` when the latest phase-announcing ``Notice`` of the run said so
+    (``amos.events.Notice.phase``), else ``running``. Once it ended: the phase its
+    loop diagnostics end in (:func:`amos.policy.stop.phase_for` of the last
+    verdict: ``complete``, ``input-needed`` or ``stopped``), so the bar and
+    ``/context loop`` agree.
+
+    Args:
+        state: the app's run state (``idle``, ``running``, ``cancelling``, ``approval``).
+        announced: the latest phase a ``Notice`` of the active run announced, if any.
+        last_verdict: the verdict of the session's last finished run, if any.
+
+    Returns:
+        The phase, or None when idle before the session's first run.
+    """
+    if state == "approval":
+        return "input-needed"
+    if state in ("running", "cancelling"):
+        return "recovering" if announced == "recovering" else "running"
+    return phase_for(last_verdict) if last_verdict else None
+
+
+def format_tokens(tokens: int) -> str:
+    """A token count for people: ``950``, ``12.3k``, ``32k``, ``1.2M``."""
+    if tokens < 1000:
+        return str(tokens)
+    value, unit = (tokens / 1_000_000, "M") if tokens >= 1_000_000 else (tokens / 1000, "k")
+    return f"{value:.1f}".removesuffix(".0") + unit
+
 
 
 def _usage_variants(s: Status) -> list[str]:
@@ -100,35 +136,46 @@ def _usage_variants(s: Status) -> list[str]:
         return [""]
     cost = f" · ${s.cost_usd:.2f}" if s.cost_usd is not None and s.cost_usd >= 0.01 else \
         f" · ${s.cost_usd:.4f}" if s.cost_usd is not None else ""
-    full = f"{_count(s.tokens_in)} in / {_count(s.tokens_out)} out tok{cost}"
-    return [full, f"{_count(s.tokens_in + s.tokens_out)} tok{cost}", ""]
+    full = f"{format_tokens(s.tokens_in)} in / {format_tokens(s.tokens_out)} out tok{cost}"
+    return [full, f"{format_tokens(s.tokens_in + s.tokens_out)} tok{cost}", ""]
 
 
-def _state_text(s: Status) -> str:
+def _state_variants(s: Status) -> list[str]:
+    """The run-state segment, richest first: an idle bar may drop its phase to fit."""
     if s.state == "running":
-        state = f"{SPINNER[s.frame % len(SPINNER)]} running"
+        state = f"{SPINNER[s.frame % len(SPINNER)]} {'recovering' if s.phase == 'recovering' else 'running'}"
     else:
-        state = {"cancelling": "● cancelling…", "approval": "⏸ approval"}.get(s.state, "○ idle")
+        state = {"cancelling": "● cancelling…", "approval": "⏸ input-needed"}.get(s.state, "○ idle")
     if s.state in ("running", "approval") and s.step:
         state += f" · step {s.step}/{s.max_steps}" if s.max_steps else f" · step {s.step}"
     if s.state in ("running", "cancelling") and s.elapsed_s is not None:
         state += f" · {format_elapsed(s.elapsed_s)}"
-    return state
+    if s.state == "idle" and s.phase:
+        return [f"{state} · {s.phase}", state]
+    return [state]
 
 
-_SHRINK_ORDER = (5, 5, 5, 5, 2, 4, 3, 4, 4, 3, 3, 2)
+def _saved_variants(s: Status) -> list[str]:
+    if s.saved == "unsaved":  # it asks for an action: kept until the very last step
+        return ["unsaved", "unsaved", ""]
+    return ["saved", "", ""] if s.saved == "saved" else [""]
+
+
+_SHRINK_ORDER = (6, 6, 6, 6, 5, 2, 4, 3, 0, 4, 4, 3, 3, 2, 5)
 """Which segment gives way next (index into the segments of :func:`status_text`): the
-workspace shortens then goes, the usage shortens, the "session" label goes, the "last"
-label goes, the session shortens then goes, the verdict shrinks to its glyph, and the
-usage goes."""
+workspace shortens then goes, a "saved" marker goes ("unsaved" stays), the usage
+shortens, the "session" label goes, the "last" label goes, an idle bar drops its phase,
+the session shortens then goes, the verdict shrinks to its glyph, the usage goes, and
+last of all "unsaved" goes."""
 
 
-def status_text(s: Status, width: int) -> Text:
+def status_text(s: Status, width: int) -> Content:
     """The status line for ``width`` cells, shrinking the least important parts first.
 
-    Segments, most important first: run state (step, elapsed time), model, usage
-    (tokens and cost), last verdict, session (name or id), workspace. When they do not fit they give way in
-    :data:`_SHRINK_ORDER`; whatever still overflows ends with an ellipsis.
+    Segments, most important first: run state (loop phase, step, elapsed time), model,
+    usage (tokens and cost), last verdict, session (name or id), saved marker,
+    workspace. When they do not fit they give way in :data:`_SHRINK_ORDER`; whatever
+    still overflows ends with an ellipsis.
 
     Args:
         s: what to show.
@@ -138,12 +185,13 @@ def status_text(s: Status, width: int) -> Text:
     glyph = verdict_glyph(s.last_verdict) if s.last_verdict else ""
     # Variants from richest to poorest ("" drops the segment) and the style of each segment.
     segments: list[tuple[list[str], str]] = [
-        ([_state_text(s)], "bold"),
+        (_state_variants(s), "bold"),
         ([short_model(s.model)], ""),
         (_usage_variants(s), "dim"),
         ([f"last {glyph} {s.last_verdict}", f"{glyph} {s.last_verdict}", f"last {glyph}"]
          if s.last_verdict else [""], ""),
         ([f"session {session}", session, short_path(session, 16), ""] if session else [""], "dim"),
+        (_saved_variants(s), "bold $warning" if s.saved == "unsaved" else "dim"),
         ([short_path(s.workspace, n) for n in (len(s.workspace), 24, 14)] + [""] if s.workspace else [""], "dim"),
     ]
     chosen = [0] * len(segments)
@@ -163,15 +211,11 @@ def status_text(s: Status, width: int) -> Text:
         room = width - length() - cell_len(_SEPARATOR)
         if room >= 10:
             workspace[-1] = short_path(s.workspace, room)
-    text = Text(no_wrap=True, overflow="ellipsis")
-    first = True
+    pieces: list[tuple[str, str]] = []
     for (variants, style), i in zip(segments, chosen, strict=True):
-        if not variants[i]:
-            continue
-        text.append(" " if first else _SEPARATOR, style="bold" if first else "")
-        text.append(variants[i], style=style)
-        first = False
-    return text
+        if variants[i]:
+            pieces += [(" " if not pieces else _SEPARATOR, "bold" if not pieces else ""), (variants[i], style)]
+    return Content.assemble(*pieces)
 
 
 class StatusBar(Static):
@@ -179,7 +223,7 @@ class StatusBar(Static):
 
     status: reactive[Status] = reactive(Status, layout=False)
 
-    def render(self) -> Text:
+    def render(self) -> Content:
         """Draw the current :class:`Status` as one line that fits the bar."""
         return status_text(self.status, self.size.width or 80)
 
