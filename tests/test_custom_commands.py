@@ -345,9 +345,9 @@ async def test_tui_enter_on_a_custom_command_starts_a_run_with_the_expanded_prom
         await wait_for(pilot, lambda: app.receipts and not app.busy)
         assert app.receipts[-1].verdict == "ANSWERED"
         shown = shown_text(app)
-        assert "› " + GREETING in shown and "› /greet" not in shown
+        assert "› " + GREETING.replace("\n", "\n  ") in shown and "› /greet" not in shown
         assert "Hello, Ada!" in shown
-        assert app.prompt_input.value == "" and app.prompt_input.history[-1] == "/greet Ada Lovelace"
+        assert app.prompt_input.value == "" and app.prompt_input.sent_lines[-1] == "/greet Ada Lovelace"
         assert runner.session.messages[0].parts[0].text == GREETING
 
 

@@ -27,7 +27,7 @@ from textual.actions import SkipAction
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import Input, Static
+from textual.widgets import Static
 
 from amos.errors import AmosError, SlashCommandError
 from amos.events import (
@@ -173,6 +173,7 @@ class AmosApp(App[int]):
     async def on_mount(self) -> None:
         """Banner and warnings, the saved transcript, then resume a WAITING session."""
         conv = self.conversation
+        conv.find_call = self._find_call
         if self.opened.demo:
             await conv.add_notice(demo_banner(self.opened.demo_workspace or self.runner.workspace,
                                               writes_allowed=self.opened.demo_workspace is not None), "banner")
@@ -204,6 +205,14 @@ class AmosApp(App[int]):
 
     def _summarize(self, call: Any) -> str:
         return self.runner.summarize_call(call)
+
+    def _find_call(self, call_id: str) -> Any:
+        """The session's tool call with ``call_id`` (an expanded tool block shows its arguments)."""
+        for message in reversed(self.runner.session.messages):
+            for call in message.tool_calls:
+                if call.call_id == call_id:
+                    return call
+        return None
 
     # ------------------------------------------------------------------ status and notices
 
@@ -342,10 +351,8 @@ class AmosApp(App[int]):
 
     # ------------------------------------------------------------------ input
 
-    def on_input_changed(self, event: Input.Changed) -> None:
+    def on_prompt_input_changed(self, event: PromptInput.Changed) -> None:
         """While a slash command is typed, show its usage (or the matching names)."""
-        if event.input is not self.prompt_input:
-            return
         hint = self._custom_hint(event.value) or command_hint(event.value)
         if hint:
             self._show_hint(hint)
@@ -356,10 +363,8 @@ class AmosApp(App[int]):
         """Tab found several completions (or none): say which."""
         self._show_hint(message.text)
 
-    async def on_input_submitted(self, event: Input.Submitted) -> None:
+    async def on_prompt_input_submitted(self, event: PromptInput.Submitted) -> None:
         """Enter: a slash command runs now; a prompt starts a run (refused while one is active)."""
-        if event.input is not self.prompt_input:
-            return
         event.stop()
         line = event.value
         if not line.strip():
@@ -468,6 +473,8 @@ class AmosApp(App[int]):
             self._customs = custom_commands(self.runner)[0]
         except Exception:  # noqa: BLE001 - hints are a convenience; execute_line reports problems
             self._customs = {}
+        self.prompt_input.set_custom_commands(
+            {name: (c.usage, c.description) for name, c in self._customs.items() if name not in COMMANDS})
 
     def _custom_hint(self, value: str) -> str | None:
         """The notice-line hint when ``value`` names (or starts) a custom command, else None."""
@@ -549,7 +556,8 @@ class AmosApp(App[int]):
                 self._set_state("running")
         elif isinstance(event, ToolCallFinished):
             await conv.tool_status(event.call_id, event.tool, event.summary, event.status,
-                                   event.duration_s, event.error, exit_code_of(event.content))
+                                   event.duration_s, event.error, exit_code_of(event.content),
+                                   evidence_id=event.evidence_id, result=event.content)
         elif isinstance(event, StepStarted):
             await conv.end_assistant()
             self._step, self._max_steps = event.step, event.max_steps

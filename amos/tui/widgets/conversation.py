@@ -1,24 +1,37 @@
-"""The conversation view: prompts, streamed assistant text, tool lines, notices, receipts.
+"""The conversation view: prompts, streamed assistant text, tool blocks, notices, receipts.
 
 The view is a scrolling list of small widgets. It keeps a handle on the assistant
-block being streamed and on each tool call's line (by call id), so every event
-touches one widget. It follows the bottom while the user has not scrolled up; sending
-a line (a prompt or a command) brings it back to the bottom and following again, even
-when an expanded block had pushed the bottom out of view.
+block being streamed and on each tool call's block (by call id), so every event
+touches one widget.
+
+Following the bottom uses Textual's anchor: while anchored, every layout keeps the
+view scrolled to the end, however the content grew (a Markdown stream appends its
+blocks after the delta that caused them). Scrolling up (wheel, scrollbar) releases
+the anchor, so reading back is never interrupted; scrolling back to the end, or
+sending a line, anchors it again. Expanding a block keeps the block's first line in
+view instead of jumping to the end of what it revealed.
+
+A saved transcript is shown a page at a time: the newest :data:`HISTORY_PAGE`
+messages are built in one batch (one mount, one layout), and an
+:class:`EarlierMessages` line at the top shows the previous page when clicked or
+activated with Enter — opening a session of thousands of messages costs the same
+as opening one of a few hundred.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.text import Text
+from textual import events
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widget import Widget
-from textual.widgets import Static
+from textual.widgets import Collapsible, Static
 
-from amos.messages import Message
+from amos.messages import Message, ToolCallPart
 from amos.policy.stop import StopReceipt
 from amos.tui.widgets.assistant import AssistantText
 from amos.tui.widgets.command_output import CommandOutput
@@ -28,56 +41,160 @@ from amos.tui.widgets.tool_line import ToolCallLine, exit_code_of
 
 CSS_PATH = Path(__file__).with_suffix(".tcss")
 
+HISTORY_PAGE = 200
+"""Messages of a saved transcript shown at first, and added per click on the "earlier" line."""
+PROMPT_MAX_CHARS = 4_000
+"""Most characters of a sent prompt the view shows (the run gets all of it)."""
+PROMPT_MAX_LINES = 40
+"""Most lines of a sent prompt the view shows."""
+
+Summarize = Callable[[ToolCallPart], str]
+
+
+def prompt_text(text: str) -> Text:
+    """A sent line as the view shows it: ``› text``, capped with a note when very long.
+
+    Args:
+        text: the line as sent (a 1 MB paste included).
+    """
+    head = text[:PROMPT_MAX_CHARS]
+    cut = -1
+    for _ in range(PROMPT_MAX_LINES):
+        cut = head.find("\n", cut + 1)
+        if cut < 0:
+            break
+    if cut >= 0:
+        head = head[:cut]
+    shown = Text("› " + head.replace("\n", "\n  "))
+    if len(head) < len(text):
+        lines = text.count("\n") + 1
+        shown.append(f"\n… {len(text) - len(head):,} more characters ({lines:,} lines in all) sent, not shown",
+                     style="dim italic not bold")
+    return shown
+
+
+class EarlierMessages(Static, can_focus=True):
+    """The line at the top of a replayed transcript that stands for its older messages.
+
+    Args:
+        messages: the messages not shown yet, oldest first.
+        summarize: one-line summary of a call (see :meth:`ConversationView.show_history`).
+    """
+
+    BINDINGS = [Binding("enter,space", "show_more", "Show earlier messages", show=False)]
+
+    def __init__(self, messages: Sequence[Message], summarize: Summarize | None) -> None:
+        self.messages = list(messages)
+        self.summarize = summarize
+        super().__init__(self._label(), classes="earlier")
+
+    def _label(self) -> Text:
+        count = len(self.messages)
+        page = min(count, HISTORY_PAGE)
+        return Text(f"▲ {count:,} earlier message{'s' if count != 1 else ''} · "
+                    f"click or Enter to show {'them' if page == count else f'{page} more'}")
+
+    def take_page(self) -> list[Message]:
+        """Remove and return the newest page of the messages not shown yet."""
+        start = _page_start(self.messages, HISTORY_PAGE)
+        page, self.messages = self.messages[start:], self.messages[:start]
+        self.update(self._label())
+        return page
+
+    async def action_show_more(self) -> None:
+        """Show the previous page of the transcript above what is shown."""
+        parent = self.parent
+        if isinstance(parent, ConversationView):
+            await parent.show_earlier(self)
+
+    async def on_click(self, event: events.Click) -> None:
+        """A click shows the previous page."""
+        event.stop()
+        await self.action_show_more()
+
+
+def _page_start(messages: Sequence[Message], size: int) -> int:
+    """Where the last page of ``messages`` starts: never on a tool result (it follows its call)."""
+    start = max(0, len(messages) - size)
+    while start > 0 and messages[start].role == "tool":
+        start -= 1
+    return start
+
 
 class ConversationView(VerticalScroll, can_focus=False):
-    """The transcript of the session as people see it."""
+    """The transcript of the session as people see it.
+
+    Attributes:
+        find_call: looks a tool call up by id (the app answers from the session the
+            runner is building); an expanded block of a live run shows its arguments
+            with it.
+    """
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)
         self._assistant: AssistantText | None = None
         self._tools: dict[str, ToolCallLine] = {}
-        self._pinned = True
+        self.find_call: Callable[[str], ToolCallPart | None] | None = None
+
+    def on_mount(self) -> None:
+        """Follow the bottom from the start."""
+        self.anchor()
 
     # ------------------------------------------------------------------ following the bottom
 
     @property
     def following(self) -> bool:
-        """True when new blocks scroll the view to the bottom."""
-        return self._pinned or self.is_vertical_scroll_end or self.max_scroll_y == 0
+        """True when new content keeps the view scrolled to the bottom."""
+        return self.is_anchored and not self._anchor_released
+
+    def release_anchor(self) -> None:
+        """Stop following (the user scrolled); follow again if that left the view at the end.
+
+        A scroll that could not move (the content fits, or the view already shows the
+        end) must not stop the view from following what comes next.
+        """
+        super().release_anchor()
+        self.call_after_refresh(self._check_anchor)
 
     def on_mouse_scroll_up(self) -> None:
-        """The user scrolled up to read: stop following until they send a line."""
-        self._pinned = False
+        """The user scrolled up to read: stop following until they return or send a line."""
+        self.release_anchor()
 
-    def on_scroll_up(self) -> None:
-        """A click above the scrollbar's thumb: the user is reading back."""
-        self._pinned = False
+    def follow(self) -> None:
+        """Scroll to the bottom and follow it again (a line was sent)."""
+        self.scroll_end(animate=False, immediate=False)
 
-    def on_scroll_to(self) -> None:
-        """A drag of the scrollbar: follow again only if it ends at the bottom."""
-        self._pinned = False
+    def _keep_top_in_view(self, block: Widget) -> None:
+        """After ``block`` grew in place, show its first line rather than the new end."""
+        if self.following:
+            self.release_anchor()
+        self.call_after_refresh(self.scroll_to_widget, block, animate=False, top=False)
 
-    def _follow(self, follow: bool) -> None:
-        if follow:
-            self.scroll_end(animate=False, immediate=False)
+    def on_tool_call_line_toggled(self, event: ToolCallLine.Toggled) -> None:
+        """An expanded tool block stays where it was read from."""
+        if event.line.expanded:
+            self._keep_top_in_view(event.line)
+
+    def on_collapsible_expanded(self, event: Collapsible.Expanded) -> None:
+        """A command's JSON block opened: keep its title in view."""
+        self._keep_top_in_view(event.collapsible)
 
     # ------------------------------------------------------------------ adding blocks
 
     async def _add(self, widget: Widget) -> Widget:
-        follow = self.following
         await self.mount(widget)
-        self._follow(follow)
         return widget
 
     async def add_prompt(self, text: str) -> None:
         """Show a prompt the user sent (or a slash command line they ran).
 
         Args:
-            text: the line, shown literally.
+            text: the line, shown literally (capped at :data:`PROMPT_MAX_LINES` lines
+                and :data:`PROMPT_MAX_CHARS` characters, with a note).
         """
         await self.end_assistant()
-        self._pinned = True
-        await self._add(Static(Text("› " + text), classes="prompt"))
+        self.follow()
+        await self._add(Static(prompt_text(text), classes="prompt"))
 
     async def add_command_output(self, text: str, data: Any = None, ok: bool = True, command: str = "") -> None:
         """Show what a slash command returned.
@@ -118,9 +235,7 @@ class ConversationView(VerticalScroll, can_focus=False):
         if self._assistant is None:
             self._assistant = AssistantText()
             await self._add(self._assistant)
-        follow = self.following
         await self._assistant.write(delta)
-        self._follow(follow)
 
     async def end_assistant(self) -> None:
         """Close the block being streamed; the next delta starts a new one."""
@@ -130,10 +245,20 @@ class ConversationView(VerticalScroll, can_focus=False):
 
     # ------------------------------------------------------------------ tool calls
 
+    def _new_line(self, call_id: str, tool: str, summary: str, status: str,
+                  call: ToolCallPart | None = None) -> ToolCallLine:
+        line = ToolCallLine(call_id, tool, summary, status, call=call, find_call=self._find_call)
+        self._tools[call_id] = line
+        return line
+
+    def _find_call(self, call_id: str) -> ToolCallPart | None:
+        return self.find_call(call_id) if self.find_call is not None else None
+
     async def tool_status(self, call_id: str, tool: str, summary: str, status: str,
                           duration_s: float | None = None, error: str | None = None,
-                          exit_code: int | None = None) -> ToolCallLine:
-        """Add the line of a tool call, or update it when it is already shown.
+                          exit_code: int | None = None, *, evidence_id: str | None = None,
+                          result: str | None = None) -> ToolCallLine:
+        """Add the block of a tool call, or update it when it is already shown.
 
         Args:
             call_id: the call id.
@@ -143,18 +268,20 @@ class ConversationView(VerticalScroll, can_focus=False):
             duration_s: run time in seconds once finished.
             error: the outcome's error line, if any.
             exit_code: the command's exit code, when the result reports one.
+            evidence_id: the evidence record of the result (``ToolCallFinished.evidence_id``).
+            result: the result the model saw (``ToolCallFinished.content``).
 
         Returns:
-            The line widget.
+            The block widget.
         """
         await self.end_assistant()
         line = self._tools.get(call_id)
         if line is None or not line.is_attached:
-            line = ToolCallLine(call_id, tool, summary, status)
-            self._tools[call_id] = line
+            line = self._new_line(call_id, tool, summary, status)
             await self._add(line)
-        if status != line.status or duration_s is not None or error is not None or exit_code is not None:
-            line.set_status(status, duration_s, error, exit_code)
+        if (status != line.status or duration_s is not None or error is not None or exit_code is not None
+                or evidence_id is not None or result is not None):
+            line.set_status(status, duration_s, error, exit_code, evidence_id=evidence_id, result=result)
         return line
 
     def tool_decision(self, call_id: str, approved: bool) -> None:
@@ -176,7 +303,7 @@ class ConversationView(VerticalScroll, can_focus=False):
             line.set_status("denied")
 
     def tool_line(self, call_id: str) -> ToolCallLine | None:
-        """The line shown for ``call_id``, if any."""
+        """The block shown for ``call_id``, if any."""
         return self._tools.get(call_id)
 
     # ------------------------------------------------------------------ whole view
@@ -186,33 +313,75 @@ class ConversationView(VerticalScroll, can_focus=False):
         await self.end_assistant()
         self._tools.clear()
         await self.remove_children()
+        self.follow()
 
-    async def show_history(self, messages: Iterable[Message], summarize=None) -> None:
+    def _history_widgets(self, messages: Iterable[Message], summarize: Summarize | None) -> list[Widget]:
+        """Build (without mounting) the widgets of a run of saved messages."""
+        widgets: list[Widget] = []
+        lines: dict[str, ToolCallLine] = {}
+        for message in messages:
+            if message.role == "user":
+                if message.kind == "feedback":
+                    widgets.append(NoticeLine("host feedback: " + message.text, "info"))
+                elif message.kind == "summary":
+                    widgets.append(NoticeLine(message.text, "info"))
+                else:
+                    widgets.append(Static(prompt_text(message.text), classes="prompt"))
+            elif message.role == "assistant":
+                if message.text:
+                    widgets.append(AssistantText(message.text))
+                for call in message.tool_calls:
+                    summary = summarize(call) if summarize else ""
+                    line = self._new_line(call.call_id, call.tool_name, summary, "not_started", call)
+                    lines[call.call_id] = line
+                    widgets.append(line)
+            else:
+                for result in message.tool_results:
+                    line = lines.get(result.call_id) or self._tools.get(result.call_id)
+                    if line is not None:
+                        error = result.content if result.is_error else None
+                        line.set_status(result.status, None, error, exit_code_of(result.content),
+                                        evidence_id=result.evidence_id, result=result.content)
+        return widgets
+
+    async def show_history(self, messages: Iterable[Message], summarize: Summarize | None = None) -> None:
         """Render a saved transcript: prompts, assistant turns, tool calls and results.
+
+        The newest :data:`HISTORY_PAGE` messages are mounted in one batch; older ones
+        wait behind an :class:`EarlierMessages` line.
 
         Args:
             messages: the session's neutral messages, oldest first.
             summarize: optional ``ToolCallPart -> str`` one-line summary of a call;
                 without it the line shows the tool name only.
         """
-        for message in messages:
-            if message.role == "user":
-                if message.kind == "feedback":
-                    await self.add_notice("host feedback: " + message.text)
-                elif message.kind == "summary":
-                    await self.add_notice(message.text)
-                else:
-                    await self.add_prompt(message.text)
-            elif message.role == "assistant":
-                if message.text:
-                    await self._add(AssistantText(message.text))
-                for call in message.tool_calls:
-                    summary = summarize(call) if summarize else ""
-                    await self.tool_status(call.call_id, call.tool_name, summary, "not_started")
-            else:
-                for result in message.tool_results:
-                    line = self._tools.get(result.call_id)
-                    if line is not None:
-                        error = result.content if result.is_error else None
-                        line.set_status(result.status, None, error, exit_code_of(result.content))
-        self.scroll_end(animate=False, immediate=False)
+        await self.end_assistant()
+        messages = list(messages)
+        start = _page_start(messages, HISTORY_PAGE)
+        widgets = self._history_widgets(messages[start:], summarize)
+        if start:
+            widgets.insert(0, EarlierMessages(messages[:start], summarize))
+        if widgets:
+            await self.mount_all(widgets)
+        self.follow()
+
+    async def show_earlier(self, marker: EarlierMessages) -> None:
+        """Show the page of messages before ``marker`` (the "earlier messages" line).
+
+        The view keeps showing what it showed: the new page goes above it.
+
+        Args:
+            marker: the line standing for the messages not shown yet.
+        """
+        if not marker.messages:
+            return
+        following = [w for w in self.children if w is not marker]
+        first = following[0] if following else None
+        widgets = self._history_widgets(marker.take_page(), marker.summarize)
+        if widgets:
+            await self.mount_all(widgets, after=marker)
+        if not marker.messages:
+            await marker.remove()
+        if first is not None:
+            self.release_anchor()
+            self.call_after_refresh(self.scroll_to_widget, first, animate=False, top=True)
