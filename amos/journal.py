@@ -59,6 +59,11 @@ class JournalRead:
     warnings: list[str] = field(default_factory=list)
     good_bytes: int = 0
     total_bytes: int = 0
+    torn_tail: bool = False
+    """True when the read stopped only at an incomplete last line (safe to cut)."""
+    max_seq: int = 0
+    """Highest ``seq`` found anywhere in the file, readable prefix or not (a new journal
+    must continue above it)."""
 
 
 def _lines(data: bytes) -> Iterator[tuple[int, bytes, bool]]:
@@ -117,24 +122,37 @@ def read_journal(path: Path, *, after_seq: int = 0) -> JournalRead:
             where = "its last line is incomplete (a write was cut short)" if not complete else \
                 f"line {line_no} is unreadable ({str(exc)[:80]})"
             result.warnings.append(f"{path}: {where}; ignored it and everything after it")
+            result.torn_tail = not complete
+            result.max_seq = max(result.last_seq, _highest_seq(data[end:] if complete else b""))
             return result
         if not complete:
             result.warnings.append(f"{path}: its last line has no newline (a write was cut short); ignored it")
+            result.torn_tail = True
+            result.max_seq = result.last_seq
             return result
         result.last_seq = entry["seq"]
         result.good_bytes = end
         if entry["seq"] > after_seq:
             result.entries.append(entry)
+    result.max_seq = result.last_seq
     return result
 
 
-def replay(data: dict[str, Any], entries: list[dict[str, Any]]) -> tuple[int, list[str]]:
+def _highest_seq(rest: bytes) -> int:
+    """The highest ``seq`` written at the start of any line of ``rest`` (lenient)."""
+    return max((int(m.group(1)) for m in re.finditer(rb'(?m)^\{"seq":(\d{1,18}),', rest)), default=0)
+
+
+def replay(data: dict[str, Any], entries: list[dict[str, Any]], *,
+           live: bool = False) -> tuple[int, list[str]]:
     """Apply journal entries to a session's JSON data in place.
 
     Args:
         data: the session as a JSON object (``session.json`` parsed); ``journal_seq``
             is advanced to the last entry applied.
         entries: entries after the snapshot's ``journal_seq``, in order.
+        live: another process is running the session now: a journal that ends inside
+            a run is that run, not an interrupted one.
 
     Returns:
         ``(state-changing entries applied, warnings)``; records for people advance
@@ -184,7 +202,7 @@ def replay(data: dict[str, Any], entries: list[dict[str, Any]]) -> tuple[int, li
         data["journal_seq"] = entry["seq"]
         applied += kind in ("message", "messages", "snapshot", "fields", "model_call")
     interrupted = data.pop("_running", None)
-    if interrupted is not None:
+    if interrupted is not None and not live:
         warnings.extend(close_interrupted(data, interrupted))
     return applied, warnings
 

@@ -333,6 +333,8 @@ class AgentRunner(JournalDuties, ContextDuties, TaskDuties, PolicyDuties, Eviden
             self._journal_fields("pending")  # the decisions of this resume
         self._emit(ex, RunStarted(session_id=self.session.id, execution_id=ex.record.execution_id,
                                   model=self.model_spec, resumed=ex.resumed))
+        for warning in self._take_store_warnings():
+            self._emit(ex, Notice(level="warning", text=warning))
         if self.doom is not None:
             for warning in self.doom.take_warnings():
                 text = warning if warning.startswith("doom_loop") else f"doom_loop: {warning}"

@@ -53,6 +53,7 @@ class JournalDuties:
     _journaled: int = 0
     _journal_error: str | None = None
     _journal_warned: bool = False
+    _store_warnings: list[str] = []
     _journal_watched: dict[str, Any] | None = None
 
     @property
@@ -76,6 +77,8 @@ class JournalDuties:
             self._journal_error = f"session journal unavailable, so a crash during this run may lose it: {exc}"
             return
         self._journaled = len(self.session.messages)
+        self._store_warnings = list(self.store.warnings)  # a damaged journal set aside…
+        self.store.warnings.clear()
         self._journal_watched = {name: _copy(getattr(self.session, name)) for name in WATCHED_FIELDS}
 
     def _journal_write(self, kind: str, **data: Any) -> bool:
@@ -135,6 +138,11 @@ class JournalDuties:
                 and self._journal_watched is not None:
             self._journal_watched.update({name: _copy(getattr(self.session, name))
                                           for name in names if name in WATCHED_FIELDS})
+
+    def _take_store_warnings(self) -> list[str]:
+        """Warnings the store gave while journalling started (shown once as notices)."""
+        warnings, self._store_warnings = self._store_warnings, []
+        return warnings
 
     def _journal_problem(self) -> Notice | None:
         """An error notice for the first journal failure of this run, else None."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from amos.checkpoints import CheckpointInfo, Checkpoints
 from amos.errors import SessionError
-from amos.journal import read_journal, replay
+from amos.journal import read_journal
 
 if TYPE_CHECKING:
     from amos.journal import Journal
@@ -207,36 +207,50 @@ class RecoveryDuties:
         Raises:
             SessionError: ``not_found``; ``corrupt`` when nothing can rebuild it.
         """
-        from amos.sessions import migrate, validate_session
+        from amos.sessions import validate_session
 
         warnings: list[str] = []
         journal_path = self.journal_path(session_id)
         try:
             data = self.read_data(session_id)
-            source = "snapshot"
+            validate_session(dict(data), str(self.path(session_id)))
+            source, loader = "snapshot", (lambda: self.read_data(session_id))
         except SessionError as exc:
             if exc.code != "corrupt":
                 raise
-            data, source = self._repair_base(session_id, warnings)
+            warnings.append(str(exc))
+            data, source, loader = self._repair_base(session_id, warnings)
         found = read_journal(journal_path, after_seq=int(data.get("journal_seq") or 0))
         warnings.extend(found.warnings)
-        applied, problems = replay(data, found.entries)
-        warnings.extend(problems)
-        where = f"{self.path(session_id)} (repaired from {source})"
-        session = validate_session(migrate(data, where), where)
+        before = len(self.warnings)
+        session = self._replayed(session_id, data, found.entries, loader=loader)
+        warnings.extend(self.warnings[before:])
+        del self.warnings[before:]
+        applied = sum(1 for e in found.entries if e.get("kind") in ("message", "messages", "snapshot", "fields",
+                                                                    "model_call"))
         session.id = session_id
         aside = self.set_aside(session_id, move=True) if source != "snapshot" else None
         self.save(session)
         return RepairResult(session=session, source=source, replayed=applied, set_aside=aside, warnings=warnings)
 
-    def _repair_base(self, session_id: str, warnings: list[str]) -> tuple[dict[str, Any], str]:
-        for row in reversed(self.checkpoints_of(session_id).list()):
+    def _repair_base(self, session_id: str, warnings: list[str]) -> tuple[dict[str, Any], str, Callable]:
+        from amos.sessions import migrate, validate_session
+
+        folder = self.checkpoints_of(session_id)
+        for row in reversed(folder.list()):
+            where = str(folder.folder / f"{row.number:06d}.json")
+
+            def load(number: int = row.number, where: str = where) -> dict[str, Any]:
+                return migrate(folder.read(number), where)
             try:
-                return self.checkpoints_of(session_id).read(row.number), f"checkpoint {row.number}"
+                validate_session(load(), where)
+                return load(), f"checkpoint {row.number}", load
             except SessionError as exc:
-                warnings.append(f"checkpoint {row.number} is unreadable: {exc}")
+                warnings.append(f"checkpoint {row.number} is unusable: {exc}")
         found = read_journal(self.journal_path(session_id))
         if found.entries and found.entries[0].get("kind") == "snapshot":
-            return {"id": session_id, "journal_seq": 0, "version": 1}, "journal"
+            def empty() -> dict[str, Any]:
+                return {"id": session_id, "journal_seq": 0, "version": 2}
+            return empty(), "journal", empty
         raise SessionError("corrupt", f"session {session_id} cannot be repaired: no readable checkpoint, and its "
                            f"journal does not start with a snapshot ({self.path(session_id)})")

@@ -218,7 +218,9 @@ def migrate(data: dict[str, Any], where: str) -> dict[str, Any]:
             missing or unknown version.
     """
     version = data.get("version")
-    if isinstance(version, int) and not isinstance(version, bool) and version > SESSION_VERSION:
+    if type(version) is not int:  # noqa: E721 - true, 2.0 and "2" are not versions
+        raise SessionError("corrupt", f"{where}: session version {version!r} is not a whole number")
+    if version > SESSION_VERSION:
         raise SessionError("too_new", f"{where}: session version {version} was written by a newer amos "
                            f"(this one reads up to {SESSION_VERSION}); upgrade amos to open it")
     while isinstance(version, int) and version in MIGRATIONS:
@@ -328,6 +330,8 @@ class SessionStore(RecoveryDuties):
 
     def _is_session(self, session_id: str) -> bool:
         folder = self.session_dir(session_id)
+        if folder.is_symlink():  # a session is a real folder named after its id
+            return False
         return (folder / "session.json").exists() or (folder / "journal.jsonl").exists()
 
     def resolve(self, id_or_name: str) -> str:
@@ -373,6 +377,10 @@ class SessionStore(RecoveryDuties):
             raise SessionError("corrupt", f"{path}: cannot read session: JSON nested too deeply") from None
         if not isinstance(data, dict):
             raise SessionError("corrupt", f"{path}: session file is not a JSON object")
+        if data.get("id") != session_id:
+            raise SessionError("corrupt", f"{path}: the session id {data.get('id')!r} does not match its folder "
+                               f"{session_id!r} (a copied session folder); `amos sessions repair {session_id}` "
+                               "makes it a session of its own")
         return migrate(data, str(path))
 
     def load(self, id_or_name: str) -> Session:
@@ -390,18 +398,55 @@ class SessionStore(RecoveryDuties):
         try:
             data = self.read_data(session_id)
             journal = read_journal(self.journal_path(session_id), after_seq=int(data.get("journal_seq") or 0))
-            self.warnings.extend(journal.warnings)
-            if journal.entries:
-                applied, problems = replay(data, journal.entries)
-                self.warnings.extend(problems)
-                if applied:
-                    self.warnings.append(f"session {session_id}: recovered {applied} journal entries written after "
-                                         "its last snapshot (amos stopped before saving)")
-            return validate_session(data, str(self.path(session_id)))
+            if not journal.entries:
+                session = validate_session(data, str(self.path(session_id)))
+            else:
+                session = self._replayed(session_id, data, journal.entries)
         except SessionError as exc:
             if exc.code != "corrupt":
                 raise
             raise self.corrupt_error(session_id, str(exc)) from None
+        self.warnings.extend(journal.warnings)
+        return session
+
+    def _replayed(self, session_id: str, data: dict[str, Any], entries: list[dict[str, Any]],
+                  loader: Any = None) -> Session:
+        """The snapshot (or what ``loader()`` returns afresh) with the journal entries
+        after it; an entry that would make the session invalid is found (by bisection)
+        and ignored with everything after it."""
+        where = str(self.journal_path(session_id))
+        live = self.live_elsewhere(session_id)
+        load_base = loader or (lambda: self.read_data(session_id))
+
+        def attempt(count: int, base: dict[str, Any] | None = None) -> tuple[Session, int, list[str]]:
+            current = base if base is not None else load_base()
+            applied, problems = replay(current, entries[:count], live=live)
+            return validate_session(current, where), applied, problems
+
+        try:
+            session, applied, problems = attempt(len(entries), data)
+        except SessionError as exc:
+            good, bad = 0, len(entries)  # attempt(good) validates; attempt(bad) does not
+            while bad - good > 1:
+                middle = (good + bad) // 2
+                try:
+                    attempt(middle)
+                    good = middle
+                except SessionError:
+                    bad = middle
+            try:
+                session, applied, problems = attempt(good)
+            except SessionError:  # the snapshot itself is invalid
+                validate_session(load_base(), str(self.path(session_id)))
+                raise
+            self.warnings.append(f"{where}: entry {entries[good].get('seq')} would make the session invalid "
+                                 f"({str(exc).removeprefix(where + ': ')}); ignored it and the "
+                                 f"{len(entries) - good - 1} entries after it")
+        self.warnings.extend(problems)
+        if applied:
+            self.warnings.append(f"session {session_id}: recovered {applied} journal entries written after "
+                                 "its last snapshot (amos stopped before saving)")
+        return session
 
     def save(self, session: Session) -> Path:
         """Write ``session.json`` atomically (temp + fsync + replace, 0600).
@@ -454,9 +499,22 @@ class SessionStore(RecoveryDuties):
             found = read_journal(path, after_seq=session.journal_seq)  # only its length is needed
             self.warnings.extend(w for w in found.warnings if w not in self.warnings)
             self._ensure_root()
-            journal = self.journal_class(path, last_seq=max(found.last_seq, session.journal_seq),
+            fresh = False
+            if found.good_bytes < found.total_bytes and not found.torn_tail:
+                # An unreadable line in the middle: never cut the entries after it (only a
+                # torn last line is cut). Keep the file aside and start a new journal.
+                aside = path.with_name(f"journal.jsonl.corrupt-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}")
+                try:
+                    os.replace(path, aside)
+                except OSError as exc:
+                    raise SessionError("write_failed", f"cannot set aside the damaged journal {path}: "
+                                       f"{exc.strerror or exc}", exit_code=1) from None
+                self.warnings.append(f"{path}: kept as {aside.name} (an unreadable line in the middle); a new "
+                                     "journal starts from this session's state")
+                found.good_bytes, fresh = 0, True
+            journal = self.journal_class(path, last_seq=max(found.max_seq, found.last_seq, session.journal_seq),
                                          good_bytes=found.good_bytes)
-            if journal.seq == 0:
+            if journal.seq == 0 or fresh:
                 journal.append("snapshot", utc_now(), session=session.model_dump(mode="json"))
             self._journals[session.id] = journal
         return journal
@@ -487,7 +545,8 @@ class SessionStore(RecoveryDuties):
             data = self.read_data(session_id)
             journal = self.journal_path(session_id)
             if tail_seq(journal) > int(data.get("journal_seq") or 0):
-                replay(data, read_journal(journal, after_seq=int(data.get("journal_seq") or 0)).entries)
+                replay(data, read_journal(journal, after_seq=int(data.get("journal_seq") or 0)).entries,
+                       live=self.live_elsewhere(session_id))
             messages = data.get("messages") or []
             if not isinstance(messages, list):
                 raise SessionError("corrupt", f"{path}: messages is not a list")
@@ -535,6 +594,25 @@ class SessionStore(RecoveryDuties):
             with contextlib.suppress(OSError):
                 os.unlink(self.root / f".{session_id}{suffix}")
         return session_id
+
+    def live_elsewhere(self, session_id: str) -> bool:
+        """True when another process holds the session's run lock right now (its run is
+        live, so a journal ending inside a run is not an interrupted one)."""
+        owner = self.root / f".{session_id}.lock.owner"
+        try:
+            if int(json.loads(owner.read_text(encoding="utf-8"))["pid"]) == os.getpid():
+                return False
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        probe = FileLock(str(self.root / f".{session_id}.lock"), timeout=0, thread_local=False)
+        try:
+            probe.acquire()
+        except Timeout:
+            return True
+        except OSError:
+            return False
+        probe.release()
+        return False
 
     def lock(self, session_id: str) -> FileLock:
         """Acquire the session's run lock now (non-blocking) and return it.

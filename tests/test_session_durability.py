@@ -932,8 +932,6 @@ def test_show_and_export_say_what_loading_recovered(tmp_path):
         assert "amos: warning:" in result.stderr and "its last line is incomplete" in result.stderr, args
 
 
-@pytest.mark.xfail(strict=True, reason="reading a session while its run is live reports the run as killed: "
-                   "journal.replay closes the running call as 'interrupted' without checking the run lock")
 def test_reading_a_live_session_does_not_call_its_run_interrupted(tmp_path):
     marker = f"amos-live-{os.getpid()}"
     proc, folder = _start_sleeper(tmp_path, marker)

@@ -1,0 +1,104 @@
+"""Hostile session folders from a break-it session: each is reported or recovered, never
+silently merged, truncated or stuck."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from amos.paths import sessions_dir
+from amos.sessions import SessionStore
+
+from .support import cli, cli_json, write_script
+
+
+def _session(tmp_path, runs: int = 2) -> str:
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    script = write_script(tmp_path, [{"text": f"answer {n}"} for n in range(runs + 3)])
+    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "first")
+    assert code == 0, doc
+    for n in range(1, runs):
+        code, doc = cli_json("run", "--session", doc["session_id"], f"prompt {n}")
+        assert code == 0, doc
+    return doc["session_id"]
+
+
+def test_a_copied_session_folder_never_writes_into_the_original(tmp_path):
+    sid = _session(tmp_path)
+    root = sessions_dir()
+    shutil.copytree(root / sid, root / "mycopy")
+    before = (root / sid / "session.json").read_bytes()
+    result = cli("run", "--session", "mycopy", "work on the copy")
+    assert result.exit_code == 2 and "does not match its folder" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert (root / sid / "session.json").read_bytes() == before
+    # repair makes the copy a session of its own
+    assert cli("sessions", "repair", "mycopy").exit_code == 0
+    code, doc = cli_json("run", "--session", "mycopy", "work on the copy")
+    assert code == 0 and doc["session_id"] == "mycopy"
+    assert "work on the copy" not in (root / sid / "journal.jsonl").read_text()
+
+
+def test_a_bad_line_in_the_middle_of_the_journal_never_truncates_what_follows(tmp_path):
+    sid = _session(tmp_path)
+    journal = sessions_dir() / sid / "journal.jsonl"
+    lines = journal.read_bytes().split(b"\n")
+    lines.insert(5, b"GARBAGE")
+    journal.write_bytes(b"\n".join(lines))
+    damaged = journal.read_bytes()
+    result = cli("run", "--session", sid, "third")
+    assert result.exit_code == 0, result.stderr
+    assert "unreadable" in result.stderr and "kept as journal.jsonl.corrupt-" in result.stderr
+    kept = list(journal.parent.glob("journal.jsonl.corrupt-*"))
+    assert len(kept) == 1 and kept[0].read_bytes() == damaged  # every byte kept
+    store = SessionStore(sessions_dir())
+    session = store.load(sid)
+    assert [m.text for m in session.messages if m.role == "user"] == ["first", "prompt 1", "third"]
+    # the new journal starts with the whole session and continues the numbering
+    first = json.loads(journal.read_text().splitlines()[0])
+    assert first["kind"] == "snapshot" and first["seq"] > max(
+        json.loads(x)["seq"] for x in damaged.decode().splitlines() if x.startswith("{"))
+
+
+def test_an_invalid_journal_entry_is_ignored_with_a_warning_not_a_stuck_session(tmp_path):
+    sid = _session(tmp_path)
+    journal = sessions_dir() / sid / "journal.jsonl"
+    with journal.open("a") as fh:
+        fh.write(json.dumps({"seq": 999, "at": "x", "kind": "fields", "fields": {"usage": "garbage"}}) + "\n")
+    result = cli("sessions", "show", sid)
+    assert result.exit_code == 0, result.stderr
+    assert "entry 999 would make the session invalid" in result.stderr
+    assert not list(journal.parent.glob("session.json.corrupt-*"))  # the snapshot was never blamed
+
+
+def test_a_snapshot_that_parses_but_is_invalid_is_repaired_from_a_checkpoint(tmp_path):
+    sid = _session(tmp_path)
+    path = sessions_dir() / sid / "session.json"
+    data = json.loads(path.read_text())
+    data["estimator"] = [1]
+    path.write_text(json.dumps(data))
+    result = cli("sessions", "show", sid)
+    assert result.exit_code == 2 and "estimator" in result.stderr and "sessions repair" in result.stderr
+    result = cli("sessions", "repair", sid)
+    assert result.exit_code == 0 and "checkpoint" in result.stdout, result.stdout + result.stderr
+    assert cli("sessions", "show", sid).exit_code == 0
+
+
+def test_versions_must_be_whole_numbers(tmp_path):
+    sid = _session(tmp_path, runs=1)
+    path = sessions_dir() / sid / "session.json"
+    for bad in (True, 2.0, "2"):
+        data = json.loads(path.read_text())
+        data["version"] = bad
+        path.write_text(json.dumps(data))
+        result = cli("sessions", "show", sid)
+        assert result.exit_code == 2 and "version" in result.stderr and "Traceback" not in result.stderr, bad
+
+
+def test_a_symlinked_session_folder_is_not_a_session(tmp_path):
+    sid = _session(tmp_path, runs=1)
+    (sessions_dir() / "linked").symlink_to(sessions_dir() / sid)
+    result = cli("sessions", "delete", "linked")
+    assert result.exit_code == 2 and "no session 'linked'" in result.stderr
+    assert (sessions_dir() / sid / "session.json").exists()
