@@ -418,3 +418,27 @@ def test_custom_module_has_no_import_side_effects():
 
     importlib.reload(module)
     assert dict(os.environ) == before
+
+
+def test_a_link_to_a_file_outside_the_commands_folder_is_refused(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0 the secret\n")
+    folder = tmp_path / "ws" / "commands"
+    folder.mkdir(parents=True)
+    (folder / "shadow.md").symlink_to(secret)
+    (folder / "real.md").write_text("A real prompt\n")
+    (folder / "alias.md").symlink_to(folder / "real.md")  # a link inside the folder is fine
+    commands, skipped = load_custom_commands(tmp_path / "ws", None, frozenset(COMMANDS))
+    assert "shadow" not in commands and commands["alias"].template == "A real prompt"
+    (warning,) = [str(s) for s in skipped if "shadow" in str(s)]
+    assert "outside its commands folder" in warning
+
+
+def test_a_fifo_named_like_a_command_never_hangs(tmp_path):
+    folder = tmp_path / "ws" / "commands"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "pipe.fifo")
+    (folder / "pipe.md").symlink_to(folder / "pipe.fifo")  # a bare FIFO is not even listed
+    commands, skipped = load_custom_commands(tmp_path / "ws", None, frozenset(COMMANDS))
+    assert "pipe" not in commands
+    assert any("not a regular file" in str(s) for s in skipped)

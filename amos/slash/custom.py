@@ -19,7 +19,9 @@ This module only reads files and returns values; nothing happens at import.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -210,8 +212,19 @@ def read_command(path: Path, name: str, origin: str) -> CustomCommand:
             malformed front matter, or an empty template.
     """
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
+        target = path.resolve()
+        if path.is_symlink() and not target.is_relative_to(path.parent.resolve()):
+            raise TemplateError(f"is a link to {target}, outside its commands folder — refused, so a project "
+                                "cannot send other files of yours to the model")
+        # Non-blocking open and a regular-file check: a FIFO or a device never hangs amos.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise TemplateError("is not a regular file")
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                raw = handle.read(MAX_FILE_BYTES + 1)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise TemplateError(f"cannot be read ({exc.strerror or exc})") from None
     if len(raw) > MAX_FILE_BYTES:
