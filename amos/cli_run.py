@@ -255,8 +255,10 @@ def _run_slash(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
         from amos.slash.commands import compact_result
 
         result = compact_result(line, asyncio.run(runner.compact(result.action_arg or None)))
-    if runner.store is not None and result.ok:
-        runner.save()  # a failed command changes nothing, not even the session's updated_at
+    if runner.store is not None and result.ok and result.save:
+        # Only a command that changed the session saves it: /help or /context never
+        # creates a session or makes an old one `latest`; a failed command changes nothing.
+        runner.save()
     if json_out:
         print(json.dumps(result.to_json(runner.session_id), ensure_ascii=False, default=str), file=_out())
     elif result.ok:

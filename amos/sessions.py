@@ -31,7 +31,7 @@ from amos.session_recovery import RecoveryDuties
 SESSION_VERSION = 2
 """Version written by this amos. 1: before the journal and checkpoints (migrated on load)."""
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9 ._-]{0,62}[A-Za-z0-9._-])?$")
 _GENERATED_ID_RE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
 
 
@@ -256,9 +256,9 @@ def check_session_name(name: str, existing_ids: list[str] | None = None) -> str:
     Raises:
         SessionError: ``bad_name`` saying what is accepted.
     """
-    accepted = ("a session name is 1-64 letters, digits, spaces, '.', '_' or '-', starting with a "
-                "letter or digit, and not a session id or 'latest'")
-    if (not _NAME_RE.match(name) or _GENERATED_ID_RE.match(name) or name == "latest"
+    accepted = ("a session name is 1-64 ASCII letters, digits, spaces, '.', '_' or '-', starting with a "
+                "letter or digit, not ending with a space, and not a session id or 'latest'")
+    if (not _NAME_RE.fullmatch(name) or _GENERATED_ID_RE.match(name) or name == "latest"
             or name in (existing_ids or [])):
         raise SessionError("bad_name", f"invalid session name {name!r}: {accepted}")
     return name

@@ -102,3 +102,27 @@ def test_a_symlinked_session_folder_is_not_a_session(tmp_path):
     result = cli("sessions", "delete", "linked")
     assert result.exit_code == 2 and "no session 'linked'" in result.stderr
     assert (sessions_dir() / sid / "session.json").exists()
+
+
+def test_read_only_slash_commands_neither_create_nor_bump_sessions(tmp_path):
+    sid = _session(tmp_path, runs=1)
+    older = _session(tmp_path, runs=1)
+    script = write_script(tmp_path, [{"text": "x"}], name="other.json")
+    assert cli("run", "--script", str(script), "/help").exit_code == 0
+    code, doc = cli_json("sessions", "list")
+    assert [r["id"] for r in doc["sessions"]] == [older, sid]  # no new empty session
+    assert cli("run", "--session", sid, "/context").exit_code == 0
+    code, doc = cli_json("sessions", "list")
+    assert doc["sessions"][0]["id"] == older  # /context did not make the old session `latest`
+
+
+def test_session_names_are_unique_and_restore_numbers_ascii(tmp_path):
+    first = _session(tmp_path, runs=1)
+    second = _session(tmp_path, runs=1)
+    assert cli("run", "--session", first, "/session save shared").exit_code == 0
+    result = cli("run", "--session", second, "/session save shared")
+    assert result.exit_code == 2 and f"already used by session {first}" in result.stderr
+    assert cli("run", "--session", second, '/session save "trailing "').exit_code == 2
+    for bad in ("²", "١", "9" * 5000):
+        result = cli("run", "--session", second, f"/session restore {bad}")
+        assert result.exit_code == 2 and "Traceback" not in result.stderr, bad

@@ -393,7 +393,8 @@ def _session(runner: Any, rest: str, line: str) -> SlashResult:
                            text=checkpoint_rows_text(rows))
     if sub == "restore":
         numbers, extra = split_tokens(remainder, 1)
-        if not numbers or extra or not numbers[0].isdigit() or int(numbers[0]) < 1:
+        if (not numbers or extra or not numbers[0].isascii() or not numbers[0].isdigit() or len(numbers[0]) > 9
+                or int(numbers[0]) < 1):
             raise SlashCommandError("/session restore needs one checkpoint number (see /session checkpoints)",
                                     usage="/session restore N")
         try:
