@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -29,6 +31,15 @@ def _warn(store) -> None:
         typer.echo(f"amos: warning: {warning}", err=True)
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _echo(text: str) -> None:
+    """Print one line for people: control characters from model text, tool arguments or
+    names (``ESC[2J``, OSC title sequences) are shown escaped, never sent to the terminal."""
+    typer.echo(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
+
+
 def _fail(exc: Exception) -> None:
     typer.echo(f"amos: {exc}", err=True)
     raise typer.Exit(getattr(exc, "exit_code", 2))
@@ -50,15 +61,15 @@ def list_sessions(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
         typer.echo(json.dumps({"sessions": [r.model_dump() for r in rows]}, ensure_ascii=False))
         return
     if not rows:
-        typer.echo("no saved sessions")
+        _echo("no saved sessions")
         return
     name_width = max([4] + [len(r.name or "") for r in rows])
-    typer.echo(f"{'ID':<22}  {'UPDATED (UTC)':<19}  {'LAST VERDICT':<17}  {'MSGS':>4}  {'COST':>8}  "
+    _echo(f"{'ID':<22}  {'UPDATED (UTC)':<19}  {'LAST VERDICT':<17}  {'MSGS':>4}  {'COST':>8}  "
                f"{'NAME':<{name_width}}  TITLE")
     for r in rows:
         cost = f"${r.cost_usd:.4f}" if r.cost_usd is not None else "-"
         title = f"BROKEN: {r.broken}" if r.broken else (r.title or "")
-        typer.echo(f"{r.id:<22}  {r.updated_at[:19].replace('T', ' '):<19}  {r.last_verdict or '-':<17}  "
+        _echo(f"{r.id:<22}  {r.updated_at[:19].replace('T', ' '):<19}  {r.last_verdict or '-':<17}  "
                    f"{r.messages:>4}  {cost:>8}  {r.name or '-':<{name_width}}  {title}")
 
 
@@ -84,40 +95,44 @@ def show_session(
     if json_out:
         typer.echo(session.model_dump_json())
         return
-    typer.echo(f"session {session.id}" + (f" ({session.name})" if session.name else ""))
-    typer.echo(f"  title:     {session.title or '-'}")
-    typer.echo(f"  updated:   {session.updated_at}")
+    _echo(f"session {session.id}" + (f" ({session.name})" if session.name else ""))
+    _echo(f"  title:     {session.title or '-'}")
+    _echo(f"  updated:   {session.updated_at}")
     host = session.host
-    typer.echo(f"  model:     {host.model or '-'}")
-    typer.echo(f"  workspace: {host.workspace or '-'}")
-    typer.echo(f"  verify:    {host.verify or '-'}")
+    _echo(f"  model:     {host.model or '-'}")
+    _echo(f"  workspace: {host.workspace or '-'}")
+    _echo(f"  verify:    {host.verify or '-'}")
     u = session.usage
-    typer.echo(f"  usage:     {u.input_tokens} in + {u.output_tokens} out tokens, {u.model_calls} model calls")
+    _echo(f"  usage:     {u.input_tokens} in + {u.output_tokens} out tokens, {u.model_calls} model calls")
     if session.last_stop:
-        typer.echo(f"  last stop: {summary_line(session.last_stop)}")
+        _echo(f"  last stop: {summary_line(session.last_stop)}")
     if session.pending:
         from datetime import UTC, datetime
 
         deadline = session.pending.deadline
-        overdue = bool(deadline and datetime.fromisoformat(deadline) < datetime.now(UTC))
+        try:
+            when = datetime.fromisoformat(deadline) if deadline else None
+            overdue = bool(when and (when if when.tzinfo else when.replace(tzinfo=UTC)) < datetime.now(UTC))
+        except ValueError:
+            overdue = False
         for held in session.pending.undecided():
-            typer.echo(f"  pending:   {held.call.call_id} {held.call.tool_name} "
+            _echo(f"  pending:   {held.call.call_id} {held.call.tool_name} "
                        f"{json.dumps(held.call.arguments, ensure_ascii=False)[:120]}"
                        + ("  (overdue)" if overdue else f"  (decide by {deadline})"))
-        typer.echo(f"  resume:    amos resume {session.id} --approve CALL_ID | --deny CALL_ID | --all")
-    typer.echo("")
+        _echo(f"  resume:    amos resume {session.id} --approve CALL_ID | --deny CALL_ID | --all")
+    _echo("")
     for message in session.messages:
         for part in message.parts:
             kind = part.part_kind
             if kind == "text":
                 label = message.kind if message.kind in ("feedback", "summary") else message.role
-                typer.echo(f"[{label}] {part.text}")
+                _echo(f"[{label}] {part.text}")
             elif kind == "tool_call":
                 args = json.dumps(part.arguments, ensure_ascii=False) if part.raw_arguments is None else part.raw_arguments
-                typer.echo(f"[{message.role}] → {part.tool_name} {args[:200]}  ({part.call_id})")
+                _echo(f"[{message.role}] → {part.tool_name} {args[:200]}  ({part.call_id})")
             else:
                 first = part.content.strip().splitlines()[0] if part.content.strip() else ""
-                typer.echo(f"[tool] ← {part.tool_name} {part.status}: {first[:200]}")
+                _echo(f"[tool] ← {part.tool_name} {part.status}: {first[:200]}")
 
 
 @sessions_app.command("delete")
@@ -190,6 +205,11 @@ def export_session(
             raise UsageError(f"{output} is a folder; give a file name with --output")
         if output is not None and os.path.lexists(output) and not force:
             raise UsageError(f"{output} already exists; use --force to overwrite it")
+        if output is not None and os.path.lexists(output) and (output.is_symlink() or not output.is_file()):
+            raise UsageError(f"{output} is not a regular file (a link, device or pipe); amos only replaces "
+                             "regular files — write to stdout and redirect instead")
+        if output is not None and not output.absolute().parent.is_dir():
+            raise UsageError(f"the folder of {output} does not exist")
         store = _store(config)
         session = store.load(session_id)
     except AmosError as exc:
@@ -198,7 +218,12 @@ def export_session(
     text = (export_markdown(session, receipts=_journal_receipts(store, session.id)) if fmt == "md"
             else export_json(session) + "\n")
     if output is None:
-        typer.echo(text, nl=False)
+        try:
+            typer.echo(text, nl=False)
+            sys.stdout.flush()
+        except OSError as exc:
+            _fail(SessionError("write_failed", f"cannot write the export to stdout: {exc.strerror or exc}",
+                               exit_code=1))
         return
     try:
         atomic_write_text(output, text)

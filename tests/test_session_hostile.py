@@ -126,3 +126,27 @@ def test_session_names_are_unique_and_restore_numbers_ascii(tmp_path):
     for bad in ("²", "١", "9" * 5000):
         result = cli("run", "--session", second, f"/session restore {bad}")
         assert result.exit_code == 2 and "Traceback" not in result.stderr, bad
+
+
+def test_show_and_list_never_send_terminal_control_sequences(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = write_script(tmp_path, [{"text": "clear \x1b[2J and title \x1b]0;PWNED\x07 done"}])
+    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "hi \x1b[31mred")
+    assert code == 0
+    for args in (("sessions", "show", doc["session_id"]), ("sessions", "list")):
+        out = cli(*args).stdout
+        assert "\x1b" not in out and "\x07" not in out, args
+    assert "\\x1b[2J" in cli("sessions", "show", doc["session_id"]).stdout
+
+
+def test_export_refuses_devices_links_and_missing_folders(tmp_path):
+    sid = _session(tmp_path, runs=1)
+    link = tmp_path / "link.md"
+    link.symlink_to(tmp_path / "target.md")
+    (tmp_path / "target.md").write_text("keep me")
+    for target in (str(link), "/dev/null", str(tmp_path / "missing" / "x.md")):
+        result = cli("sessions", "export", sid, "-o", target, "--force")
+        assert result.exit_code == 2 and "Traceback" not in result.stderr, (target, result.stderr)
+    assert (tmp_path / "target.md").read_text() == "keep me"
+    assert not (tmp_path / "missing").exists()
