@@ -109,7 +109,8 @@ class Checkpoints:
         rows.sort(key=lambda r: r.number)
         return rows
 
-    def take(self, session_json: bytes, info: CheckpointInfo, *, keep: int) -> CheckpointInfo:
+    def take(self, session_json: bytes, info: CheckpointInfo, *, keep: int,
+             protect: frozenset[int] = frozenset()) -> CheckpointInfo:
         """Write checkpoint ``info.number`` and prune the oldest unlabelled ones.
 
         Args:
@@ -132,10 +133,10 @@ class Checkpoints:
         except OSError as exc:
             raise SessionError("write_failed", f"cannot write checkpoint {info.number} in {self.folder}: "
                                f"{exc.strerror or exc}", exit_code=1) from None
-        self.prune(keep, protect=info.number)
+        self.prune(keep, protect=protect | {info.number})
         return info
 
-    def prune(self, keep: int, *, protect: int | None = None) -> list[int]:
+    def prune(self, keep: int, *, protect: frozenset[int] | set[int] = frozenset()) -> list[int]:
         """Remove the oldest unlabelled checkpoints while more than ``keep`` exist
         (``before_compaction`` ones only after every other unlabelled one).
 
@@ -150,7 +151,7 @@ class Checkpoints:
         for row in order:
             if excess <= 0:
                 break
-            if row.label or row.number == protect:
+            if row.label or row.number in protect:
                 continue
             for path in (self._meta(row.number), self._path(row.number)):
                 with contextlib.suppress(FileNotFoundError):

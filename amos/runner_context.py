@@ -44,6 +44,9 @@ from amos.journal import MAX_MODEL_CALL_ROWS
 from amos.messages import Message, Usage
 from amos.providers.base import FinishEvent, ModelRequest, TextDeltaEvent
 
+MAX_INSTRUCTIONS_CHARS = 4000
+"""Longest ``/compact`` INSTRUCTIONS accepted (characters)."""
+
 MIN_COMPACT_TOKENS = 64
 """Older turns holding fewer estimated tokens than this are not worth a summary call."""
 
@@ -198,6 +201,10 @@ class ContextDuties:
             SessionError: ``busy`` while a run is active.
         """
         self._ensure_idle()
+        if instructions and len(instructions) > MAX_INSTRUCTIONS_CHARS:
+            return CompactionResult(False, f"nothing compacted: INSTRUCTIONS are limited to "
+                                           f"{MAX_INSTRUCTIONS_CHARS:,} characters (got {len(instructions):,})",
+                                    failed=True)
         if self.session.pending is not None:
             return CompactionResult(False, "nothing compacted: the session is waiting for an approval, and the "
                                            "pending tool-call protocol is never compacted; decide it first")
@@ -214,7 +221,7 @@ class ContextDuties:
         return result
 
     async def _compact_now(self, instructions: str | None, *, current_start: int | None,
-                           usage_sink: Usage | None) -> CompactionResult:
+                           usage_sink: Usage | None, must_fit: int | None = None) -> CompactionResult:
         """Plan, keep the replaced history, ask for the summary, replace. Any failure
         leaves the history unchanged and says why."""
         keep = int(getattr(self._context_config(), "keep_recent_turns", 4))
@@ -224,6 +231,12 @@ class ContextDuties:
         if not plan.possible:
             return CompactionResult(False, plan.refusal or "nothing to compact", before_tokens=budget.total,
                                     after_tokens=budget.total)
+        if must_fit is not None and budget.total - plan.replaced_tokens > must_fit:
+            # No summary call when even replacing all older turns by nothing cannot fit.
+            return CompactionResult(False, f"nothing compacted: even without the ~{plan.replaced_tokens} tokens "
+                                           f"of older turns the request would need ~"
+                                           f"{budget.total - plan.replaced_tokens} tokens, more than the window "
+                                           f"of {must_fit}", before_tokens=budget.total, after_tokens=budget.total)
         if plan.replaced_tokens < MIN_COMPACT_TOKENS:
             return CompactionResult(False, f"nothing worth compacting: the turns older than the recent ones hold "
                                            f"only ~{plan.replaced_tokens} tokens", before_tokens=budget.total,
@@ -362,7 +375,8 @@ class ContextDuties:
         failed_before = self._compact_failed_for == ex.record.execution_id
         if budget.total > window * compact_at and (not failed_before or budget.total > window):
             current = self._current_start()
-            result = await self._compact_now(None, current_start=current, usage_sink=ex.record.usage)
+            result = await self._compact_now(None, current_start=current, usage_sink=ex.record.usage,
+                                             must_fit=window if budget.total > window else None)
             if result.compacted:
                 self._compact_failed_for = None
                 self._emit(ex, Notice(text=f"context: {result.message} (window {window} tokens)"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +28,15 @@ if TYPE_CHECKING:
 
 CHECKPOINT_REASONS = ("run_end", "waiting", "save", "before_restore", "before_compaction")
 """Why a checkpoint was taken (``CheckpointInfo.reason``)."""
+
+
+_UNDO_RE = re.compile(r"checkpoint (\d+) holds the history before this compaction")
+
+
+def compaction_checkpoints(session: Session) -> frozenset[int]:
+    """Checkpoints a compaction summary in the history names as its undo (never pruned
+    while the summary is there)."""
+    return frozenset(int(n) for m in session.messages if m.kind == "summary" for n in _UNDO_RE.findall(m.text))
 
 
 @dataclass
@@ -97,7 +107,8 @@ class RecoveryDuties:
             reason=reason, messages=len(session.messages),
             last_verdict=session.last_stop.verdict if session.last_stop else None, journal_seq=session.journal_seq)
         try:
-            info = folder.take(session.model_dump_json().encode(), info, keep=keep)
+            info = folder.take(session.model_dump_json().encode(), info, keep=keep,
+                               protect=compaction_checkpoints(session))
         except SessionError:
             session.last_checkpoint = previous
             raise
