@@ -279,6 +279,15 @@ class AgentRunner(JournalDuties, ContextDuties, TaskDuties, PolicyDuties, Eviden
         self.session.host.model = spec
         self._journal_fields("host")
 
+    def relock(self) -> None:
+        """Take the session's run lock again after :meth:`close` (a reopen that failed).
+
+        Raises:
+            SessionError: ``busy`` when another process took the session meanwhile.
+        """
+        if self._lock is None and self.store is not None:
+            self._lock = self.store.lock(self.session.id)
+
     def close(self) -> None:
         """Release the session lock and temporary resources (the journal is fsynced)."""
         self._journal_close()
