@@ -268,25 +268,27 @@ def _long_history(turns: int) -> list[Message]:
 async def test_a_long_transcript_opens_a_page_at_a_time(make_runner):
     runner, opened = make_runner([{"text": "unused"}])
     app = AmosApp(runner, opened)
-    messages = _long_history(150)  # 600 messages
+    messages = _long_history(150)  # 600 messages, 4 per turn
     async with app.run_test(size=SIZE) as pilot:
         conv = app.conversation
         await conv.show_history(messages, summarize=runner.summarize_call)
         await pilot.pause()
         marker = conv.query_one(EarlierMessages)
-        assert marker.messages == messages[: len(messages) - HISTORY_PAGE]
-        assert "400 earlier messages" in str(marker.content)
+        hidden = len(messages) - HISTORY_PAGE
+        assert marker.messages == messages[:hidden]
+        assert f"{hidden} earlier messages" in str(marker.content)
         assert conv.tool_line("c149").status == "succeeded" and conv.tool_line("c0") is None
         assert conv.is_vertical_scroll_end
         conv.scroll_home(animate=False, immediate=True)
         await pilot.pause()
         await pilot.click(marker)
         await pilot.pause()
-        assert len(marker.messages) == 200 and conv.tool_line("c60") is not None
+        assert len(marker.messages) == hidden - HISTORY_PAGE
+        assert conv.tool_line(f"c{(hidden - HISTORY_PAGE) // 4}") is not None
         marker.focus()
-        await pilot.press("enter")
-        await pilot.pause()
-        assert not conv.query(EarlierMessages), "the marker goes once everything is shown"
+        while conv.query(EarlierMessages):
+            await pilot.press("enter")
+            await pilot.pause()
         line = conv.tool_line("c0")
         assert line.status == "succeeded" and line.result == "contents of f0"
         texts = [w.text for w in conv.query(AssistantText)]
@@ -295,6 +297,23 @@ async def test_a_long_transcript_opens_a_page_at_a_time(make_runner):
         await pilot.press("enter")
         await pilot.pause()
         assert '"path": "f0.txt"' in "\n".join(rows(line)), "a replayed call shows its saved arguments"
+
+
+async def test_scrolling_past_the_top_shows_the_previous_page(make_runner):
+    runner, opened = make_runner([{"text": "unused"}])
+    app = AmosApp(runner, opened)
+    messages = _long_history(60)
+    async with app.run_test(size=SIZE) as pilot:
+        conv = app.conversation
+        await conv.show_history(messages)
+        await pilot.pause()
+        marker = conv.query_one(EarlierMessages)
+        before = len(marker.messages)
+        conv.scroll_home(animate=False, immediate=True)
+        await pilot.pause()
+        conv.on_mouse_scroll_up()  # what one more wheel turn up does at the top
+        await wait_for(pilot, lambda: conv.scroll_y > 0)  # the view stays on what it showed
+        assert len(marker.messages) < before, "the previous page is shown above"
 
 
 async def test_a_saved_session_replays_evidence_ids(make_runner, tmp_path, workspace):

@@ -6,15 +6,15 @@ out every widget of the screen again on each frame the content grows. A
 10,000-delta answer became ~770 widgets and 250–300 ms frames (about 120 deltas/s),
 and every finished answer kept adding to the cost of the frames of the next one.
 
-Here a block is a short column of :class:`MarkdownSegment` widgets, each one Rich
-``Markdown`` renderable in a ``Static`` (so its rendered lines are cached and cost
-nothing while they do not change). Deltas go to the last, live segment, which is
-re-rendered at most every :data:`FLUSH_S` seconds (fast deltas coalesce, as
-``MarkdownStream`` did); once it holds :data:`SEGMENT_CHARS` characters it is sealed at
-a blank line outside a code fence and a new live segment takes the rest. So the work
-per frame stays the same however long the answer, and a long saved answer replays as
-a few segments rather than hundreds of widgets. Styles (headings, inline code, links,
-lists) come from the app's theme.
+Here a block is one widget drawn with the line API from a few Markdown segments,
+each rendered by Rich's ``Markdown`` once per width and kept. Deltas go to the live
+tail, which is re-rendered at most every :data:`FLUSH_S` seconds (fast deltas
+coalesce, as ``MarkdownStream`` did); once the tail holds :data:`SEGMENT_CHARS`
+characters it is sealed at a blank line outside a code fence and a new tail takes the
+rest. So the work per frame stays the same however long the answer, and a whole
+saved transcript costs one widget per answer. Styles (headings, inline code, links,
+lists) come from the app's theme; text selection is the terminal's own (Shift+drag in
+most terminals).
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 
+from markdown_it import MarkdownIt
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markdown import Heading, Markdown
 from rich.style import Style
 from rich.theme import Theme
-from textual.app import ComposeResult
 from textual.geometry import Size
 from textual.strip import Strip
 from textual.timer import Timer
@@ -91,7 +92,26 @@ class _LeftHeading(Heading):
 
 
 class _AmosMarkdown(Markdown):
+    """Rich ``Markdown`` with flush-left headings and one parser for every document.
+
+    Rich builds a new ``MarkdownIt`` parser per document (about 1 ms); a replayed
+    transcript has hundreds of documents, so the parser is made once and reused.
+    """
+
     elements = {**Markdown.elements, "heading_open": _LeftHeading}
+    _parser: MarkdownIt | None = None
+
+    def __init__(self, markup: str, code_theme: str, hyperlinks: bool = False) -> None:
+        if _AmosMarkdown._parser is None:
+            _AmosMarkdown._parser = MarkdownIt().enable("strikethrough").enable("table")
+        self.markup = markup
+        self.parsed = _AmosMarkdown._parser.parse(markup)
+        self.code_theme = code_theme
+        self.justify = None
+        self.style = "none"
+        self.hyperlinks = hyperlinks
+        self.inline_code_lexer = None
+        self.inline_code_theme = code_theme
 
 
 def _style(value: str | None, extra: str = "") -> Style:
@@ -105,10 +125,14 @@ def markdown_theme(variables: Mapping[str, str]) -> Theme:
     """Rich Markdown styles drawn from a Textual theme's variables.
 
     Args:
-        variables: ``App.theme_variables`` (``primary``, ``accent``, ``text-muted``…).
+        variables: ``App.theme_variables`` (``primary``, ``accent``, ``foreground``…).
     """
-    primary, accent = variables.get("primary"), variables.get("accent")
-    muted = variables.get("text-muted")
+    return _markdown_theme(variables.get("primary"), variables.get("accent"), variables.get("foreground"))
+
+
+@lru_cache(maxsize=16)
+def _markdown_theme(primary: str | None, accent: str | None, foreground: str | None) -> Theme:
+    muted = f"dim {foreground}" if foreground else "dim"
     return Theme({
         "markdown.h1": _style(primary, "bold underline"),
         "markdown.h2": _style(primary, "bold"),
@@ -145,71 +169,28 @@ class MarkdownText:
         self.dark = dark
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        markdown = _AmosMarkdown(self.text, code_theme="ansi_dark" if self.dark else "ansi_light",
-                                 hyperlinks=False)
+        markdown = _AmosMarkdown(self.text, code_theme="ansi_dark" if self.dark else "ansi_light")
         with console.use_theme(markdown_theme(self.variables)):
             lines = console.render_lines(markdown, options, pad=False, new_lines=True)
         for line in lines:
             yield from line
 
 
-class MarkdownSegment(Widget):
-    """Part of an assistant block: one Markdown document, rendered once per width.
-
-    The rendered lines serve both the layout (the height) and the screen, and are
-    kept until the text, the width or the style changes.
-
-    Args:
-        text: Markdown source.
-    """
-
-    DEFAULT_CSS = """
-    MarkdownSegment {
-        height: auto;
-    }
-    """
-
-    def __init__(self, text: str = "") -> None:
-        super().__init__()
-        self.source = text
-        self._key: tuple[object, ...] | None = None
-        self._strips: list[Strip] = []
-
-    def set_source(self, text: str) -> None:
-        """Show ``text`` instead (re-rendered at the next refresh)."""
-        if text != self.source:
-            self.source = text
-            self.refresh(layout=True)
-
-    def lines(self, width: int) -> list[Strip]:
-        """The rendered lines at ``width`` (cells)."""
-        style = self.rich_style
-        key = (width, self.source, style, self.app.theme)
-        if key != self._key:
-            console = self.app.console
-            options = console.options.update(width=width, height=None, highlight=False)
-            markdown = MarkdownText(self.source, self.app.theme_variables, self.app.current_theme.dark)
-            rendered = console.render_lines(markdown, options, style=style, pad=True) if self.source else []
-            self._strips = [Strip(line, width) for line in rendered]
-            self._key = key
-        return self._strips
-
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        """The number of lines the text takes at ``width``."""
-        return len(self.lines(width))
-
-    def render_line(self, y: int) -> Strip:
-        """One rendered line (blank below the text)."""
-        width = self.size.width
-        lines = self.lines(width)
-        return lines[y] if y < len(lines) else Strip.blank(width, self.rich_style)
-
-
 class AssistantText(Widget):
     """Assistant text of one model turn, rendered as Markdown.
 
+    One widget, drawn with the line API: the text is kept as sealed segments (each
+    rendered once per width and style, then reused) and a live tail re-rendered at
+    most every :data:`FLUSH_S` seconds while deltas arrive.
+
     Args:
         text: initial text (a whole turn when replaying a saved transcript).
+    """
+
+    DEFAULT_CSS = """
+    AssistantText {
+        height: auto;
+    }
     """
 
     def __init__(self, text: str = "") -> None:
@@ -217,18 +198,13 @@ class AssistantText(Widget):
         self._chunks: list[str] = [text] if text else []
         self._joined = len(self._chunks)
         self._text = text
-        self._sealed = 0
+        parts = segments_of(text)
+        self._segments: list[str] = parts[:-1]
+        self._live = parts[-1]
+        self._sealed = len(text) - len(self._live)
+        self._rendered: list[tuple[tuple[object, ...], list[Strip]]] = []
+        self._lines: tuple[tuple[object, ...], list[Strip]] | None = None
         self._flush_timer: Timer | None = None
-        self._live: MarkdownSegment | None = None
-
-    def compose(self) -> ComposeResult:
-        """The segments of the initial text; the last one is live."""
-        parts = segments_of(self._text)
-        for part in parts[:-1]:
-            yield MarkdownSegment(part).add_class("-sealed")
-        self._sealed = len(self._text) - len(parts[-1])
-        self._live = MarkdownSegment(parts[-1])
-        yield self._live
 
     @property
     def text(self) -> str:
@@ -237,6 +213,11 @@ class AssistantText(Widget):
             self._text = "".join(self._chunks)
             self._joined = len(self._chunks)
         return self._text
+
+    @property
+    def segments(self) -> list[str]:
+        """The Markdown documents the text is drawn as (the last one is the live tail)."""
+        return [*self._segments, self._live]
 
     async def write(self, delta: str) -> None:
         """Append a streamed delta; it is shown within :data:`FLUSH_S` seconds.
@@ -253,23 +234,64 @@ class AssistantText(Widget):
 
     def _flush(self) -> None:
         self._flush_timer = None
-        live = self._live
-        if live is None:
-            return
         parts = segments_of(self.text[self._sealed:])
-        if len(parts) == 1:
-            live.set_source(parts[0])
-            return
-        live.set_source(parts[0])
-        live.add_class("-sealed")
-        new = [MarkdownSegment(part).add_class("-sealed") for part in parts[1:-1]]
-        self._live = MarkdownSegment(parts[-1])
+        self._segments.extend(parts[:-1])
         self._sealed += sum(map(len, parts[:-1]))
-        self.mount_all([*new, self._live])
+        self._live = parts[-1]
+        self._lines = None
+        self.refresh(layout=True)
 
     async def finish(self) -> None:
         """Show every delta received and stop streaming into this block."""
         if self._flush_timer is not None:
             self._flush_timer.stop()
-        if self.is_mounted:
-            self._flush()
+        self._flush()
+
+    # ------------------------------------------------------------------ drawing
+
+    def _render_segment(self, source: str, width: int, style: Style) -> list[Strip]:
+        if not source.strip():
+            return []
+        console = self.app.console
+        options = console.options.update(width=width, height=None, highlight=False)
+        markdown = MarkdownText(source, self.app.theme_variables, self.app.current_theme.dark)
+        return [Strip(line, width) for line in console.render_lines(markdown, options, style=style, pad=True)]
+
+    def lines(self, width: int) -> list[Strip]:
+        """Every rendered line at ``width`` (cells): sealed segments from their cache, then the tail."""
+        style = self.rich_style
+        key = (width, style, self.app.theme)
+        if self._lines is not None and self._lines[0] == (key, len(self._segments), self._live):
+            return self._lines[1]
+        rendered = self._rendered
+        del rendered[len(self._segments):]
+        out: list[Strip] = []
+        for index, source in enumerate(self._segments):
+            if index < len(rendered) and rendered[index][0] == key:
+                strips = rendered[index][1]
+            else:
+                strips = self._render_segment(source, width, style)
+                if index < len(rendered):
+                    rendered[index] = (key, strips)
+                else:
+                    rendered.append((key, strips))
+            if strips:
+                out.extend(strips)
+                out.append(Strip.blank(width, style))
+        tail = self._render_segment(self._live, width, style)
+        if tail:
+            out.extend(tail)
+        elif out:
+            out.pop()
+        self._lines = ((key, len(self._segments), self._live), out)
+        return out
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """The number of lines the text takes at ``width``."""
+        return len(self.lines(width))
+
+    def render_line(self, y: int) -> Strip:
+        """One rendered line (blank below the text)."""
+        width = self.size.width
+        lines = self.lines(width)
+        return lines[y] if y < len(lines) else Strip.blank(width, self.rich_style)

@@ -14,8 +14,8 @@ view instead of jumping to the end of what it revealed.
 A saved transcript is shown a page at a time: the newest :data:`HISTORY_PAGE`
 messages are built in one batch (one mount, one layout), and an
 :class:`EarlierMessages` line at the top shows the previous page when clicked or
-activated with Enter — opening a session of thousands of messages costs the same
-as opening one of a few hundred.
+activated with Enter, or when the wheel scrolls past the top — opening a session of
+thousands of messages costs the same as opening one of a hundred.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from amos.tui.widgets.tool_line import ToolCallLine, exit_code_of
 
 CSS_PATH = Path(__file__).with_suffix(".tcss")
 
-HISTORY_PAGE = 200
+HISTORY_PAGE = 100
 """Messages of a saved transcript shown at first, and added per click on the "earlier" line."""
 PROMPT_MAX_CHARS = 4_000
 """Most characters of a sent prompt the view shows (the run gets all of it)."""
@@ -157,8 +157,16 @@ class ConversationView(VerticalScroll, can_focus=False):
         self.call_after_refresh(self._check_anchor)
 
     def on_mouse_scroll_up(self) -> None:
-        """The user scrolled up to read: stop following until they return or send a line."""
+        """The user scrolled up to read: stop following until they return or send a line.
+
+        Scrolling past the top of a replayed transcript shows its previous page.
+        """
         self.release_anchor()
+        self.call_after_refresh(self._earlier_at_top)
+
+    async def _earlier_at_top(self) -> None:
+        if self.scroll_y <= 0 and self.children and isinstance(self.children[0], EarlierMessages):
+            await self.show_earlier(self.children[0])
 
     def follow(self) -> None:
         """Scroll to the bottom and follow it again (a line was sent)."""
@@ -317,8 +325,10 @@ class ConversationView(VerticalScroll, can_focus=False):
 
     def _history_widgets(self, messages: Iterable[Message], summarize: Summarize | None) -> list[Widget]:
         """Build (without mounting) the widgets of a run of saved messages."""
+        messages = list(messages)
+        # Each block is built in its final state: a class changed before mounting costs a restyle.
+        results = {r.call_id: r for m in messages if m.role == "tool" for r in m.tool_results}
         widgets: list[Widget] = []
-        lines: dict[str, ToolCallLine] = {}
         for message in messages:
             if message.role == "user":
                 if message.kind == "feedback":
@@ -332,16 +342,18 @@ class ConversationView(VerticalScroll, can_focus=False):
                     widgets.append(AssistantText(message.text))
                 for call in message.tool_calls:
                     summary = summarize(call) if summarize else ""
-                    line = self._new_line(call.call_id, call.tool_name, summary, "not_started", call)
-                    lines[call.call_id] = line
+                    result = results.get(call.call_id)
+                    if result is None:
+                        line = ToolCallLine(call.call_id, call.tool_name, summary, "not_started", call=call,
+                                            find_call=self._find_call)
+                    else:
+                        line = ToolCallLine(call.call_id, call.tool_name, summary, result.status, call=call,
+                                            find_call=self._find_call,
+                                            error=result.content if result.is_error else None,
+                                            exit_code=exit_code_of(result.content), evidence_id=result.evidence_id,
+                                            result=result.content)
+                    self._tools[call.call_id] = line
                     widgets.append(line)
-            else:
-                for result in message.tool_results:
-                    line = lines.get(result.call_id) or self._tools.get(result.call_id)
-                    if line is not None:
-                        error = result.content if result.is_error else None
-                        line.set_status(result.status, None, error, exit_code_of(result.content),
-                                        evidence_id=result.evidence_id, result=result.content)
         return widgets
 
     async def show_history(self, messages: Iterable[Message], summarize: Summarize | None = None) -> None:

@@ -20,12 +20,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.highlighter import JSONHighlighter
 from rich.padding import Padding
+from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
@@ -160,6 +162,16 @@ def arguments_text(arguments: Any, raw: str | None = None) -> str:
         return repr(arguments)
 
 
+@lru_cache(maxsize=64)
+def _part_style(part: str, foreground: str | None) -> Style:
+    """``body`` in the theme's foreground; ``label``, ``note`` and ``chevron`` dimmed."""
+    extra = {"body": "", "label": "bold dim", "note": "italic dim", "chevron": "dim"}.get(part, "")
+    try:
+        return Style.parse(f"{extra} {foreground}".strip()) if foreground else Style.parse(extra or "none")
+    except Exception:  # noqa: BLE001 - a theme colour Rich cannot read falls back to the widget's colour
+        return Style.parse(extra or "none")
+
+
 class ToolCallLine(Static, can_focus=True):
     """One tool call, updated in place as it progresses; expands to its arguments and result.
 
@@ -181,7 +193,6 @@ class ToolCallLine(Static, can_focus=True):
         result: the result text the model saw, once the call finished.
     """
 
-    COMPONENT_CLASSES = {"tool-line--chevron", "tool-line--label", "tool-line--body", "tool-line--note"}
     BINDINGS = [
         Binding("enter,space", "toggle", "Expand or collapse", show=False),
         Binding("up", "focus_block(-1)", "Previous block", show=False),
@@ -201,16 +212,18 @@ class ToolCallLine(Static, can_focus=True):
 
     def __init__(self, call_id: str, tool: str, summary: str, status: str = "running", *,
                  call: ToolCallPart | None = None,
-                 find_call: Callable[[str], ToolCallPart | None] | None = None) -> None:
+                 find_call: Callable[[str], ToolCallPart | None] | None = None,
+                 error: str | None = None, exit_code: int | None = None, evidence_id: str | None = None,
+                 result: str | None = None) -> None:
         self.call_id = call_id
         self.tool = tool
         self.summary = summary
         self.status = status
         self.duration_s: float | None = None
-        self.error: str | None = None
-        self.exit_code: int | None = None
-        self.evidence_id: str | None = None
-        self.result: str | None = None
+        self.error = error
+        self.exit_code = exit_code
+        self.evidence_id = evidence_id
+        self.result = result
         self.approved = False
         self.expanded = False
         self.call = call
@@ -218,7 +231,7 @@ class ToolCallLine(Static, can_focus=True):
         self._frame = 0
         self._spinner: Timer | None = None
         self._running_ticks = 0
-        super().__init__(self._header(), classes=f"-{status}")
+        super().__init__(self._header(), classes=f"-{status} -exit-nonzero" if exit_code else f"-{status}")
 
     def on_mount(self) -> None:
         """Start the spinner of a call that is already running."""
@@ -338,9 +351,9 @@ class ToolCallLine(Static, can_focus=True):
         call = self.call
         if call is None and self._find_call is not None:
             call = self.call = self._find_call(self.call_id)
-        body = self.get_component_rich_style("tool-line--body", partial=True)
+        body = self._style("body")
         if call is None:
-            return Text("(not known)", style=self.get_component_rich_style("tool-line--note", partial=True))
+            return Text("(not known)", style=self._style("note"))
         head, note = capped(arguments_text(call.arguments, call.raw_arguments))
         text = Text(head, style=body)
         if call.raw_arguments is None:
@@ -354,26 +367,34 @@ class ToolCallLine(Static, can_focus=True):
     def _result(self) -> Text:
         if self.result is None:
             waiting = "(running)" if self.status in ("running", "approval") else "(none)"
-            return Text(waiting, style=self.get_component_rich_style("tool-line--note", partial=True))
+            return Text(waiting, style=self._style("note"))
         head, note = capped(self.result)
-        text = Text(head, style=self.get_component_rich_style("tool-line--body", partial=True))
+        text = Text(head, style=self._style("body"))
         if note:
             self._add_note(text, note + (f" · /context evidence read {self.evidence_id}"
                                          if self.evidence_id else ""))
         return text
 
+    def _style(self, part: str) -> Style:
+        """The style of a part of the body (``body``, ``label``, ``note``, ``chevron``), from the theme."""
+        try:
+            variables = self.app.theme_variables
+        except Exception:  # noqa: BLE001 - rendered outside an app
+            variables = {}
+        return _part_style(part, variables.get("foreground"))
+
     def _add_note(self, text: Text, note: str) -> None:
         text.append("\n" if text.plain else "")
-        text.append(note, style=self.get_component_rich_style("tool-line--note", partial=True))
+        text.append(note, style=self._style("note"))
 
     def render(self) -> RenderableType:
         """The header with its chevron; when expanded, the arguments and result under it."""
         chevron = Text("▾ " if self.expanded else "▸ ",
-                       style=self.get_component_rich_style("tool-line--chevron", partial=True))
+                       style=self._style("chevron"))
         header = Text.assemble(chevron, self._header_text())
         if not self.expanded:
             return header
-        label = self.get_component_rich_style("tool-line--label", partial=True)
+        label = self._style("label")
         result_label = "result"
         if self.evidence_id and (self.result or "").startswith("[projected"):
             result_label = "result (the projection the model saw; the full result is evidence)"
