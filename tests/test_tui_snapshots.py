@@ -147,3 +147,80 @@ def test_snapshot_of_the_help_screen(snap_compare, snapshot_runner):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=PANEL_SIZE, run_before=run_before)
+
+
+# ---------------------------------------------------------------------------- conversation view and tool blocks
+
+BLOCKS_SIZE = (120, 40)
+
+
+class _StillClock:
+    """Stands in for the app module's ``time``: the run's elapsed time stays 0s."""
+
+    @staticmethod
+    def monotonic() -> float:
+        return 1000.0
+
+
+def _hold_after(runner, deltas: int):
+    """Make ``runner.run`` stop yielding after ``deltas`` text deltas of its second step (held)."""
+    import asyncio
+
+    run = runner.run
+
+    async def held(prompt):
+        step, seen = 0, 0
+        async for event in run(prompt):
+            yield event
+            if event.event_kind == "step_started":
+                step = event.step
+            elif event.event_kind == "text_delta" and step == 2:
+                seen += 1
+                if seen == deltas:
+                    await asyncio.Event().wait()  # the model "keeps thinking" for the picture
+
+    runner.run = held
+
+
+def test_snapshot_of_the_conversation_mid_stream(snap_compare, snapshot_runner, monkeypatch):
+    monkeypatch.setattr(app_module, "TICK_S", 3600)  # the spinner stays on its first frame
+    monkeypatch.setattr(app_module, "time", _StillClock)
+    answer = ("## Findings\n\n`add` returns `a + b`, so **it is correct**. Two things I checked:\n\n"
+              "- the tests in `test_calc.py` call it with integers and floats\n"
+              "- nothing else in the workspace redefines it\n\n"
+              "```python\ndef add(a, b):\n    return a + b\n```\n\n"
+              "Next I would look at the error handling for strings, which the current tests never reach.")
+    app = snapshot_runner([
+        {"text": "I'll read `calc.py` first.",
+         "tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "calc.py"}},
+                        {"id": "l1", "name": "list_dir", "arguments": {"path": "."}}]},
+        {"text": answer},
+    ])
+    _hold_after(app.runner, 50)
+
+    async def run_before(pilot):
+        await _send_and_wait(pilot, "is add correct?\nlook at the tests too",
+                             lambda a: "```" in "".join(b.text for b in a.conversation.query("AssistantText")))
+        await pilot.pause(0.2)  # the stream's last flush
+
+    assert snap_compare(app, terminal_size=BLOCKS_SIZE, run_before=run_before)
+
+
+def test_snapshot_of_an_expanded_tool_block_with_evidence(snap_compare, snapshot_runner, tmp_path, monkeypatch):
+    ids = iter(range(1, 100))  # evidence ids are time-ordered UUIDs: numbered for the picture
+    monkeypatch.setattr(codec, "next_record_id", lambda last, now: f"{next(ids):08d}-0000-7000-8000-000000000000")
+    config = tmp_path / "cfg.json"
+    config.write_text(json.dumps({"evidence": {"enabled": True, "scope": {"owner_id": "snap"}}}), encoding="utf-8")
+    app = snapshot_runner([
+        {"text": "I'll read `calc.py` and list the folder.",
+         "tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "calc.py"}},
+                        {"id": "l1", "name": "list_dir", "arguments": {"path": "."}}]},
+        {"text": "`add` already adds its arguments; **nothing to fix**."},
+    ], config_path=config)
+
+    async def run_before(pilot):
+        await _send_and_wait(pilot, "is add correct?", lambda a: a.receipts and not a.busy)
+        await pilot.press("tab", "up", "enter")  # the newest block, the one above it, expand
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=BLOCKS_SIZE, run_before=run_before)

@@ -27,8 +27,9 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.markdown import Heading, Markdown
+from rich.markdown import CodeBlock, Heading, Markdown
 from rich.style import Style
+from rich.syntax import Syntax
 from rich.theme import Theme
 from textual.geometry import Size
 from textual.strip import Strip
@@ -91,6 +92,14 @@ class _LeftHeading(Heading):
     LEVEL_ALIGN = dict.fromkeys(("h1", "h2", "h3", "h4", "h5", "h6"), "left")
 
 
+class _CodeBlock(CodeBlock):
+    """Code indented two cells, without Rich's blank padding lines around it."""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        code = str(self.text).rstrip()
+        yield Syntax(code, self.lexer_name, theme=self.theme, word_wrap=True, padding=(0, 0, 0, 2))
+
+
 class _AmosMarkdown(Markdown):
     """Rich ``Markdown`` with flush-left headings and one parser for every document.
 
@@ -98,7 +107,7 @@ class _AmosMarkdown(Markdown):
     transcript has hundreds of documents, so the parser is made once and reused.
     """
 
-    elements = {**Markdown.elements, "heading_open": _LeftHeading}
+    elements = {**Markdown.elements, "heading_open": _LeftHeading, "fence": _CodeBlock, "code_block": _CodeBlock}
     _parser: MarkdownIt | None = None
 
     def __init__(self, markup: str, code_theme: str, hyperlinks: bool = False) -> None:

@@ -28,6 +28,7 @@ from rich.console import Group, RenderableType
 from rich.highlighter import JSONHighlighter
 from rich.padding import Padding
 from rich.style import Style
+from rich.table import Table
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
@@ -391,7 +392,14 @@ class ToolCallLine(Static, can_focus=True):
         """The header with its chevron; when expanded, the arguments and result under it."""
         chevron = Text("▾ " if self.expanded else "▸ ",
                        style=self._style("chevron"))
-        header = Text.assemble(chevron, self._header_text())
+        line = self._header_text()
+        glyph, rest = line.divide([2]) if len(line) > 2 else (line, Text())
+        prefix = Text.assemble(chevron, glyph)
+        # A header too long for the width wraps under the tool name, not under the chevron.
+        header = Table.grid(padding=0, expand=True)
+        header.add_column(width=prefix.cell_len, no_wrap=True)
+        header.add_column(ratio=1)
+        header.add_row(prefix, rest)
         if not self.expanded:
             return header
         label = self._style("label")
