@@ -622,11 +622,19 @@ class AgentRunner(JournalDuties, ContextDuties, TaskDuties, PolicyDuties, Eviden
             self._journal_fields(*JOURNALLED_FIELDS)
             path = None
             if self.autosave:
+                # The checkpoint first, so the snapshot names it (last_checkpoint); a
+                # failed checkpoint never keeps the session from being saved.
+                checkpoint_error = None
                 try:
-                    path = str(self.store.save(self.session))
                     self._checkpoint("waiting" if ex.pending is not None else "run_end")
                 except SessionError as exc:
-                    self._emit(ex, Notice(level="error", text=str(exc)))
+                    checkpoint_error = exc
+                try:
+                    path = str(self.store.save(self.session))
+                except SessionError as exc:  # one notice when the disk refuses both
+                    checkpoint_error = exc
+                if checkpoint_error is not None:
+                    self._emit(ex, Notice(level="error", text=str(checkpoint_error)))
             self._emit(ex, RunFinished(receipt=receipt, loop=loop, output_text=rec.output_text, usage=rec.usage,
                                        tool_calls=self._in_call_order(rec.tool_calls), session_path=path))
         except Exception as exc:  # noqa: BLE001 - the stream must end even on a bug
