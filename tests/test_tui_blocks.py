@@ -19,7 +19,7 @@ from amos.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from amos.tui.app import AmosApp
 from amos.tui.widgets.assistant import AssistantText
 from amos.tui.widgets.conversation import HISTORY_PAGE, EarlierMessages
-from amos.tui.widgets.tool_line import BODY_MAX_CHARS, BODY_MAX_LINES, capped
+from amos.tui.widgets.tool_line import BODY_MAX_CHARS, BODY_MAX_LINES, SPINNER, capped
 from tests import test_tui
 from tests.test_tui import submit, wait_for
 
@@ -352,3 +352,24 @@ def test_history_pages_never_start_on_a_tool_result():
     assert _page_start(messages, len(messages) - 2) == 1
     assert _page_start(messages, 100) == 0
 
+
+
+async def test_a_running_call_spins_and_counts_seconds(make_runner):
+    runner, opened = make_runner([
+        {"tool_calls": [{"id": "c1", "name": "run_command", "arguments": {"command": "sleep 1.6"}}]},
+        {"text": "done"},
+    ], yes=True)
+    app = AmosApp(runner, opened)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "wait")
+        await wait_for(pilot, lambda: (line := app.conversation.tool_line("c1")) is not None
+                       and line.status == "running")
+        line = app.conversation.tool_line("c1")
+        glyphs = set()
+        for _ in range(6):
+            await pilot.pause(0.06)
+            glyphs.add(str(line.content)[0])
+        assert len(glyphs) > 1 and glyphs <= set(SPINNER), "the glyph spins while the call runs"
+        await wait_for(pilot, lambda: " 1s" in str(line.content) or line.status != "running")
+        await wait_for(pilot, lambda: app.receipts and not app.busy)
+        assert str(line.content).startswith("✓ run_command") and line._spinner is None

@@ -152,13 +152,18 @@ async def test_a_small_paste_is_typed_in_and_backspace_removes_a_paste_placehold
     app = AmosApp(runner, opened)
     async with app.run_test(size=SIZE) as pilot:
         composer = app.prompt_input
-        app.post_message(events.Paste("two\nlines"))
+        app.post_message(events.Paste("two\r\nlines\rhere"))  # terminals paste line breaks as CR
         await pilot.pause()
-        assert composer.text == "two\nlines"
+        assert composer.text == "two\nlines\nhere"
+        composer.value = ""
+        app.post_message(events.Paste("".join(f"row {i}\r" for i in range(300))))
+        await pilot.pause()
+        assert composer.text == "[pasted 300 lines · 2 KB #1]"
+        assert composer.value == "".join(f"row {i}\n" for i in range(300))
         composer.value = ""
         app.post_message(events.Paste("z" * (PASTE_COLLAPSE_CHARS + 1)))
         await pilot.pause()
-        assert composer.text == "[pasted 10 KB #1]"
+        assert composer.text == "[pasted 10 KB #2]"
         await pilot.press("backspace")
         assert composer.text == ""
 

@@ -45,7 +45,7 @@ HISTORY_PAGE = 100
 """Messages of a saved transcript shown at first, and added per click on the "earlier" line."""
 PROMPT_MAX_CHARS = 4_000
 """Most characters of a sent prompt the view shows (the run gets all of it)."""
-PROMPT_MAX_LINES = 40
+PROMPT_MAX_LINES = 20
 """Most lines of a sent prompt the view shows."""
 
 Summarize = Callable[[ToolCallPart], str]

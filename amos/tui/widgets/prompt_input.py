@@ -359,13 +359,17 @@ class PromptInput(TextArea):
         return True
 
     async def _on_paste(self, event: events.Paste) -> None:
-        """A large paste becomes one placeholder; a small one is inserted as text."""
-        text = event.text
-        if len(text) <= PASTE_COLLAPSE_CHARS and text.count("\n") < PASTE_COLLAPSE_LINES:
-            return  # TextArea's own handler inserts it
+        """A large paste becomes one placeholder; a small one is inserted as text.
+
+        Terminals paste line breaks as carriage returns; they become ``\\n``.
+        """
         event.prevent_default()
         event.stop()
         if self.read_only:
+            return
+        text = event.text.replace("\r\n", "\n").replace("\r", "\n")
+        if len(text) <= PASTE_COLLAPSE_CHARS and text.count("\n") < PASTE_COLLAPSE_LINES:
+            self._insert_text(text)
             return
         token = f"[pasted {_size_label(text)} #{len(self._pastes) + 1}]"
         self._pastes[token] = text

@@ -236,7 +236,7 @@ class ToolCallLine(Static, can_focus=True):
 
     def on_mount(self) -> None:
         """Start the spinner of a call that is already running."""
-        self._sync_spinner()
+        self._sync_spinner(mounted=True)
 
     # ------------------------------------------------------------------ state
 
@@ -270,8 +270,8 @@ class ToolCallLine(Static, can_focus=True):
         self.approved = True
         self.update(self._header())
 
-    def _sync_spinner(self) -> None:
-        if self.status == "running" and self.is_mounted:
+    def _sync_spinner(self, mounted: bool = False) -> None:
+        if self.status == "running" and (mounted or self.is_mounted):
             if self._spinner is None:
                 self._running_ticks = 0
                 self._spinner = self.set_interval(SPIN_S, self._spin)
