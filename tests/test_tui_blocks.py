@@ -56,6 +56,7 @@ async def test_a_click_expands_a_tool_block_and_a_click_on_its_header_collapses_
         await pilot.click(line, offset=(10, 0))
         await pilot.pause()
         assert line.expanded
+        assert app.focused is app.prompt_input, "a click leaves the focus in the composer"
         shown = rows(line)
         assert shown[0].lstrip().startswith("▾ ✓ read_file README.md")
         assert "arguments" in [r.strip() for r in shown]

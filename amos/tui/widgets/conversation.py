@@ -107,6 +107,10 @@ class EarlierMessages(Static, can_focus=True):
         if isinstance(parent, ConversationView):
             await parent.show_earlier(self)
 
+    def focus_on_click(self) -> bool:
+        """A click shows the page without taking the focus from the composer."""
+        return False
+
     async def on_click(self, event: events.Click) -> None:
         """A click shows the previous page."""
         event.stop()

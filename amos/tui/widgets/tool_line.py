@@ -300,6 +300,10 @@ class ToolCallLine(Static, can_focus=True):
         else:
             self.screen.focus_next()
 
+    def focus_on_click(self) -> bool:
+        """A click expands or collapses without taking the focus from the composer."""
+        return False
+
     def on_click(self, event: events.Click) -> None:
         """A click expands a collapsed block; a click on its first line collapses it.
 
