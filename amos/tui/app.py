@@ -453,6 +453,8 @@ class AmosApp(App[int]):
         elif result.action in ("load_session", "reload_session") and result.action_arg:
             await conv.add_command_output(result.text)
             await self.load_session(result.action_arg, reload=result.action == "reload_session")
+            if result.action == "reload_session":  # the reload cleared the view: say what happened again
+                await conv.add_notice(result.text)
             return
         await conv.add_command_output(result.text, result.result, ok=result.ok, command=line)
         if isinstance(result.result, dict):  # /help: command files that were skipped, and why
@@ -711,6 +713,12 @@ class AmosApp(App[int]):
             runner, opened = open_runner(options)
         except AmosError as exc:
             await conv.add_notice(str(exc), "error")
+            if reload:  # the old runner let go of the lock for the reopen: take it back
+                try:
+                    self.runner.relock()
+                except AmosError as again:
+                    await conv.add_notice(f"{again}; this window no longer holds the session — quit and reopen "
+                                          "it", "error")
             return
         old, self.runner, self.opened = self.runner, runner, opened
         old.close()
