@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from amos.errors import SessionError
-from amos.events import Notice, RunFinished
+from amos.events import Notice
 from amos.journal import Journal, read_journal
 from amos.messages import Message
 from amos.paths import sessions_dir

@@ -12,7 +12,6 @@ import dataclasses
 import fcntl
 import json
 import os
-import pty
 import shlex
 import signal
 import struct

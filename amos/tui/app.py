@@ -46,8 +46,8 @@ from amos.policy.stop import StopReceipt
 from amos.slash import COMMANDS, CustomCommand, custom_commands, execute_line, parse_line
 from amos.tui.screens.approval import ApprovalAnswer, ApprovalScreen
 from amos.tui.screens.confirm_quit import ConfirmQuitScreen
-from amos.tui.screens.session_picker import SessionPickerScreen
 from amos.tui.screens.help import HelpContent, HelpScreen
+from amos.tui.screens.session_picker import SessionPickerScreen
 from amos.tui.texts import SaveTracker, demo_banner, exit_message, resumed_notice
 from amos.tui.widgets import (
     assistant,
