@@ -20,14 +20,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from pathlib import Path
 from typing import Any
 
-from amos.approvals import apply_decisions, pending_infos
+from amos.approvals import apply_decisions
 from amos.context import build_request
 from amos.doom_guard import DoomLoopGuard, doom_notice
 from amos.errors import AmosError, ProviderError, SessionError
 from amos.events import (
     Notice,
     RunEvent,
-    RunFinished,
     RunStarted,
     StepStarted,
     TextDelta,
@@ -38,10 +37,11 @@ from amos.messages import Message, TextPart, ToolCallPart, Usage
 from amos.policy.stop import LoopDiagnostics
 from amos.policy.verifiers import CheckerError, run_command_check
 from amos.providers.base import FinishEvent, Provider, TextDeltaEvent, ToolCallEvent
-from amos.receipts import build_receipt
 from amos.runner_context import ContextDuties
 from amos.runner_evidence import EvidenceDuties
-from amos.runner_journal import JOURNALLED_FIELDS, JournalDuties
+from amos.runner_finish import END as _END
+from amos.runner_finish import FinishDuties
+from amos.runner_journal import JournalDuties
 from amos.runner_policy import PolicyDuties
 from amos.runner_tasks import TaskDuties
 from amos.sessions import (
@@ -53,11 +53,10 @@ from amos.sessions import (
 )
 from amos.tools.manager import ToolManager
 
-_END = object()
 log = logging.getLogger("amos.runner")
 
 
-class AgentRunner(JournalDuties, ContextDuties, TaskDuties, PolicyDuties, EvidenceDuties, ToolRounds):
+class AgentRunner(FinishDuties, JournalDuties, ContextDuties, TaskDuties, PolicyDuties, EvidenceDuties, ToolRounds):
     """The managed agent loop over one session.
 
     Build one with :func:`amos.host.open_runner`. Only one run may be active at a
@@ -583,64 +582,3 @@ class AgentRunner(JournalDuties, ContextDuties, TaskDuties, PolicyDuties, Eviden
             ex.stop("answer", "check_failed",
                     f"the model answered but the completion check `{command}` failed ({result.reason})")
         return True
-
-    # ------------------------------------------------------------------ finishing
-
-    def _in_call_order(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Tool-call rows in the order the model made the calls (concurrent reads finish
-        in any order; people and scripts read them in call order)."""
-        order = {c.call_id: i for i, c in enumerate(c for m in self.session.messages for c in m.tool_calls)}
-        return sorted(rows, key=lambda row: order.get(row.get("call_id"), len(order)))
-
-    def _finish(self, ex: Execution) -> None:
-        """Close open calls, build the receipt, save, and always end the event stream."""
-        try:
-            self._close_open_calls(ex)
-            rec = ex.record
-            policy = ex.policy
-            if ex.guard is not None:
-                rec.recovery_attempts = ex.guard.tracker.recovery_attempts
-                rec.progress_changed = ex.guard.tracker.progress_changed
-                rec.tracked = ex.guard.tracker.counts()
-                rec.policy_state = ex.guard.tracker.to_state() if ex.pending is not None else None
-            if ex.pending is not None:
-                self.session.pending = ex.pending
-            receipt, loop = build_receipt(
-                rec, cause=ex.cause, reason=ex.reason, detail=ex.detail, stop_condition=ex.stop_condition,
-                pending=pending_infos(ex.pending, self.session.id),
-                completion_configured=policy.completion_configured if policy else bool(self.settings.verify),
-                policy_hash=self.settings.policy_hash, policy_enabled=policy is not None,
-                max_recovery_attempts=policy.max_recovery_attempts if policy else None)
-            if self.doom is not None:
-                self.session.doom_loop = self.doom.state()
-                loop = loop.model_copy(update={"doom_loop": self.doom.diagnostics()})
-            self.session.loop = loop
-            self.session.last_stop = receipt
-            if self.tasks is not None:
-                self.session.task_state = self.tasks.to_snapshot()
-            self.session.usage.add(rec.usage.since(ex.usage_at_start))
-            self._journal_fields(*JOURNALLED_FIELDS)
-            path = None
-            if self.autosave:
-                # The checkpoint first, so the snapshot names it (last_checkpoint); a
-                # failed checkpoint never keeps the session from being saved.
-                checkpoint_error = None
-                try:
-                    self._checkpoint("waiting" if ex.pending is not None else "run_end")
-                except SessionError as exc:
-                    checkpoint_error = exc
-                try:
-                    path = str(self.store.save(self.session))
-                except SessionError as exc:  # one notice when the disk refuses both
-                    checkpoint_error = exc
-                if checkpoint_error is not None:
-                    self._emit(ex, Notice(level="error", text=str(checkpoint_error)))
-            self._emit(ex, RunFinished(receipt=receipt, loop=loop, output_text=rec.output_text, usage=rec.usage,
-                                       tool_calls=self._in_call_order(rec.tool_calls), session_path=path))
-        except Exception as exc:  # noqa: BLE001 - the stream must end even on a bug
-            log.exception("finishing the run failed")
-            self._emit(ex, Notice(level="error", text=f"internal error while finishing the run: "
-                                                      f"{type(exc).__name__}: {exc}"))
-        finally:
-            assert ex.queue is not None
-            ex.queue.put_nowait(_END)
