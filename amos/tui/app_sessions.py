@@ -1,0 +1,179 @@
+"""Sessions and quitting for :class:`~amos.tui.app.AmosApp` (a mixin).
+
+``/session load`` and the session picker, ``/session restore``'s reload, Ctrl+Q and
+``/quit`` (autosave), the Ctrl+C quit question, SIGTERM (cancel the run, save, exit
+143) and saving on any exit. Presentation only: it calls the runner's host API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from typing import Any
+
+from amos.errors import AmosError
+from amos.host import RunOptions, open_runner
+from amos.slash import parse_line
+from amos.tui.screens.confirm_quit import ConfirmQuitScreen
+from amos.tui.screens.session_picker import SessionPickerScreen
+from amos.tui.texts import resumed_notice
+
+TERMINATE_GRACE_S = 5.0
+"""After SIGTERM, how long a run may take to cancel and save before the app exits anyway."""
+
+
+class SessionControl:
+    """Session loading, quitting and signals of the app."""
+
+    # ------------------------------------------------------------------ sessions and quitting
+
+    async def action_quit(self) -> None:
+        """Ctrl+Q: exit; a running run is cancelled first (it saves with its receipt).
+
+        A second Ctrl+Q while that cancellation is still under way exits at once.
+        """
+        if self._quit_requested is not None:
+            self.exit(0)
+            return
+        await self.quit_app(save=False)
+
+    async def quit_app(self, *, save: bool) -> None:
+        """Exit the app, cancelling a run first and saving when autosave is on.
+
+        Never waits inside a message handler: with a run active, the run is cancelled
+        and the exit happens when its worker has rendered the last event.
+
+        Args:
+            save: save the session before exiting when ``sessions.autosave`` (``/quit``).
+        """
+        if self._busy:
+            self._quit_requested = save
+            self.cancel_run()
+            return
+        if save and self._autosave():
+            try:
+                self.runner.save()
+            except AmosError as exc:
+                if getattr(exc, "code", None) != "no_store":
+                    await self.conversation.add_notice(f"not saved: {exc}; Ctrl+Q quits anyway", "error")
+                    return
+        self.exit(0)
+
+    def _autosave(self) -> bool:
+        return self.runner.autosave
+
+    async def load_session(self, session_id: str, *, reload: bool = False) -> None:
+        """Replace the current session with a saved one (``/session load``).
+
+        Args:
+            session_id: the resolved id of the session to load.
+            reload: reopen the current session from disk (after ``/session restore``).
+        """
+        conv = self.conversation
+        if self._busy:
+            await conv.add_notice("a run is active; wait for it to end or cancel it first", "error")
+            return
+        if reload and session_id == self.runner.session_id:
+            self.runner.close()  # releases the lock so the session can be reopened; never saves
+        elif session_id == self.runner.session_id:
+            await conv.add_notice(f"session {session_id} is already open")
+            return
+        base = self.options or RunOptions(cwd=self.runner.workspace)
+        options = RunOptions(config_path=base.config_path, session=session_id, yes=base.yes,
+                             no_save=base.no_save, interactive=True, require_model=False, cwd=base.cwd)
+        try:
+            # Opened on the event loop's thread: the session lock is a thread-local
+            # FileLock, so it must be acquired on the thread that releases it.
+            runner, opened = open_runner(options)
+        except AmosError as exc:
+            await conv.add_notice(str(exc), "error")
+            if reload:  # the old runner let go of the lock for the reopen: take it back
+                try:
+                    self.runner.relock()
+                except AmosError as again:
+                    await conv.add_notice(f"{again}; this window no longer holds the session — quit and reopen "
+                                          "it", "error")
+            return
+        old, self.runner, self.opened = self.runner, runner, opened
+        old.close()
+        await conv.clear()
+        await self._show_history()
+        await conv.add_notice(resumed_notice(runner, "loaded"))
+        self._refresh_status()
+        self._reload_customs()
+        if runner.is_waiting:
+            await conv.add_notice("this session paused waiting for approval; asking you now", "approval")
+            self._start(runner.resume())
+
+    # ------------------------------------------------------------------ quitting, signals, the session picker
+
+    terminated: bool = False
+    """True once SIGTERM asked the app to exit (:func:`run_tui` then returns 143)."""
+
+    def confirm_quit(self) -> None:
+        """Ask before quitting (Ctrl+C on an idle, empty prompt): ``y`` or Ctrl+C quits
+        (saving when autosave is on), anything else stays."""
+        if isinstance(self.screen, ConfirmQuitScreen):
+            return
+
+        async def answered(quit_now: bool | None) -> None:
+            if quit_now:
+                await self.quit_app(save=bool(self.runner.session.messages))
+            else:
+                self.show_notice_line("")
+
+        self.push_screen(ConfirmQuitScreen(), answered)
+
+    def on_load(self) -> None:
+        """Install the SIGTERM handler on the app's event loop (removed on unmount)."""
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._on_sigterm)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            pass
+
+    def on_unmount(self) -> None:
+        """Give SIGTERM back to its previous behaviour."""
+        try:
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+
+    def _on_sigterm(self) -> None:
+        self.terminated = True
+        self.call_later(self.terminate)
+
+    async def terminate(self) -> None:
+        """SIGTERM: cancel a run (it saves with its ``user_abort`` receipt), save, exit.
+
+        The exit happens after at most :data:`TERMINATE_GRACE_S` even if the cancelled
+        run or the save does not finish; :func:`run_tui` saves once more (best effort)
+        and returns :data:`SIGTERM_EXIT`.
+        """
+        self.terminated = True
+        self.set_timer(TERMINATE_GRACE_S, lambda: self.exit(0))
+        await self.quit_app(save=bool(self.runner.session.messages))
+        if not self._busy:  # a failed save leaves the app open; a signal must not
+            self.exit(0)
+
+    @staticmethod
+    def _wants_picker(line: str, result: Any) -> bool:
+        """``/session load`` without an argument listed the sessions: show the picker."""
+        parsed = parse_line(line)
+        return (parsed.name == "session" and parsed.rest.split() == ["load"] and result.ok
+                and result.action is None and isinstance(result.result, dict)
+                and bool(result.result.get("sessions")))
+
+    def pick_session(self, rows: list[dict[str, Any]]) -> None:
+        """Show the session picker; the chosen session is loaded (Esc keeps this one).
+
+        Args:
+            rows: ``SessionSummary`` dicts, newest first (from ``/session load``).
+        """
+
+        async def chosen(session_id: str | None) -> None:
+            if session_id:
+                await self.load_session(session_id)
+            else:
+                await self.conversation.add_notice("no session loaded")
+
+        self.push_screen(SessionPickerScreen(rows, current=self.runner.session_id), chosen)
