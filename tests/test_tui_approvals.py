@@ -229,6 +229,27 @@ async def test_a_long_diff_keeps_the_buttons_on_screen(make_runner, workspace):
         await wait_for(pilot, lambda: app.receipts and not app.busy)
 
 
+async def test_at_80x24_a_short_edit_shows_its_change_and_every_button(make_runner, workspace):
+    # A new user at 80x24 saw only the diff's three header lines and no buttons.
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n")
+    runner, opened = make_runner([{"tool_calls": [{"id": "e1", "name": "edit_file", "arguments": {
+        "path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"}}]}, {"text": "ok"}])
+    app = AmosApp(runner, opened)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await submit(pilot, app, "fix add")
+        screen = await approval(pilot, app)
+        await pilot.pause()
+        diff = screen.query_one("#approval-diff")
+        changed = [i for i, line in enumerate(screen.diff.lines) if line.startswith(("+ ", "+    "))]
+        assert changed and diff.content_region.height > max(changed), "the changed lines are in view"
+        for button in ("#approve", "#approve-session", "#deny-reason", "#deny"):
+            region = screen.query_one(button).region
+            assert region.height and region.bottom <= 24 and region.right <= 80, f"{button} is off screen"
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app.receipts and not app.busy)
+    assert "return a + b" in (workspace / "calc.py").read_text()
+
+
 async def test_a_waiting_session_opened_in_the_tui_asks_with_the_diff(make_runner, workspace):
     (workspace / "README.md").write_text("# old\n", encoding="utf-8")
     runner, _ = make_runner([

@@ -211,6 +211,10 @@ async def test_tab_in_a_prompt_reaches_the_newest_tool_block(make_runner):
         await submit(pilot, app, "look around")
         await wait_for(pilot, lambda: app.receipts and not app.busy)
         await pilot.press(*"draft", "tab")
-        assert isinstance(app.focused, ToolCallLine) and app.focused.call_id == "r2"
-        await pilot.press("escape")
+        # a draft keeps the focus: Tab never carries typing off to the blocks
         assert isinstance(app.focused, PromptInput) and app.prompt_input.value == "draft"
+        app.prompt_input.value = ""
+        await pilot.press("tab")
+        assert isinstance(app.focused, ToolCallLine) and app.focused.call_id == "r2"
+        await pilot.press(*"more")  # typing on a block goes back to the input, nothing lost
+        assert isinstance(app.focused, PromptInput) and app.prompt_input.value == "more"

@@ -211,7 +211,7 @@ def test_sigterm_to_the_real_tui_cancels_the_run_saves_and_exits_143(tmp_path, w
     proc, master, output = _run_under_a_pty(["--script", str(script), "--workspace", str(workspace)], tmp_path)
     try:
         deadline = time.monotonic() + 20
-        while b"Ctrl+Q" not in b"".join(output):  # the input's placeholder: the app is up
+        while b"F2 panel" not in b"".join(output):  # the input's placeholder: the app is up
             assert time.monotonic() < deadline and proc.poll() is None, b"".join(output)[-2000:]
             time.sleep(0.05)
         os.write(master, b"wait for it\r")
@@ -385,3 +385,20 @@ async def test_a_bad_slash_command_is_reported_and_the_app_stays_usable(make_run
         await submit(pilot, app, "hello")
         await wait_for(pilot, lambda: app.receipts and not app.busy)
         assert app.receipts[-1].verdict == "ANSWERED"
+
+
+async def test_two_keys_in_one_burst_never_dismiss_a_dialog_twice(make_runner):
+    # A paste or a fast typist delivers both keys before the first dismissal pops the
+    # screen; the second dismiss() used to raise ScreenStackError and end the app.
+    runner, opened = make_runner([{"text": "unused"}])
+    app = AmosApp(runner, opened)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+c")
+        assert isinstance(app.screen, ConfirmQuitScreen)
+        screen = app.screen
+        screen.dismiss(False)
+        screen.dismiss(False)  # the second key of the burst
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmQuitScreen) and app.return_code is None
+        app.prompt_input.value = "still usable"
+        assert app.prompt_input.value == "still usable"

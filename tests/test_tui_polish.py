@@ -290,7 +290,7 @@ async def test_a_command_exiting_non_zero_shows_its_exit_code(make_runner):
         await wait_for(pilot, lambda: app.receipts and not app.busy)
         line = app.conversation.tool_line("c1")
         assert line.status == "succeeded" and line.exit_code == 3
-        assert re.search(r"^✓ run_command .*  exit 3  \d+\.\d\ds$", str(line.content))
+        assert re.search(r"^! run_command .*  exit 3  \d+\.\d\ds$", str(line.content))
         assert line.has_class("-exit-nonzero")
 
 

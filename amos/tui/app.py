@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.actions import SkipAction
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -346,6 +346,16 @@ class AmosApp(SessionControl, App[int]):
             f"{', '.join(sorted(self.available_themes))} (Ctrl+P, then \"theme\", previews them)", "warning")
 
     # ------------------------------------------------------------------ input
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key that reached the app (a tool block or the view had the focus)
+        goes to the input, focused, so typing is never lost."""
+        field = self.prompt_input
+        if (event.is_printable and event.character and event.key != "space"  # space expands a block
+                and self.screen is self.screen_stack[0] and self.focused is not field):
+            event.stop()
+            field.focus()
+            field.insert(event.character)
 
     def on_prompt_input_changed(self, event: PromptInput.Changed) -> None:
         """While a slash command is typed, show its usage (or the matching names)."""

@@ -33,6 +33,7 @@ from textual.widgets import Button, Input, Static
 
 from amos.events import ApprovalRequested
 from amos.tui.diffs import DIFF_TOOLS, FileDiff, call_diff
+from amos.tui.screens.once import DismissOnce
 from amos.tui.widgets.tool_line import call_detail
 
 
@@ -141,7 +142,7 @@ def command_text(arguments: Any) -> Text | None:
     return text
 
 
-class ApprovalScreen(ModalScreen[ApprovalAnswer]):
+class ApprovalScreen(DismissOnce, ModalScreen[ApprovalAnswer]):
     """Ask a person to approve or deny one tool call.
 
     Args:
@@ -200,7 +201,8 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
                 yield Static(arguments_text(req.arguments), id="approval-arguments-text")
             with Horizontal(id="approval-buttons"):
                 yield Button("Approve once (y)", id="approve", variant="success")
-                yield Button("For this session (s)", id="approve-session", variant="primary")
+                yield Button("Session (s)", id="approve-session", variant="primary",
+                             tooltip="approve this exact call for the rest of this amos session")
                 yield Button("Deny… (n)", id="deny-reason", variant="warning")
                 yield Button("Deny (Esc)", id="deny", variant="error")
             yield Input(placeholder="why? (Enter denies with this reason; Esc denies without)",
@@ -250,7 +252,12 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
             return
         width = max(20, min(110, int(self.size.width * 0.9)) - 8)
         rows = sum(max(1, -(-len(line) // width)) for line in diff_text(self.diff).plain.split("\n"))
-        self.query_one("#approval-dialog").set_class(rows + 2 > self.size.height // 3, "-tall")
+        # On a short terminal the diff always takes the room there is, so the change and
+        # the buttons are both on screen (at 80x24 an auto-height diff was cut to its header).
+        dialog = self.query_one("#approval-dialog")
+        dialog.set_class(rows + 2 > self.size.height // 3 or self.size.height < 40, "-tall")
+        # Under 30 rows the arguments (all in the diff) give their room to it.
+        dialog.set_class(self.size.height < 30, "-short")
 
     def action_approve(self) -> None:
         """Approve this call once."""

@@ -15,11 +15,13 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from amos.tui.screens.once import DismissOnce
+
 QUESTION = "Quit amos?"
 HINT = "y or Ctrl+C again quits · any other key stays"
 
 
-class ConfirmQuitScreen(ModalScreen[bool]):
+class ConfirmQuitScreen(DismissOnce, ModalScreen[bool]):
     """A one-question modal; dismisses with True to quit, False to stay."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")

@@ -22,6 +22,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from amos.tui.screens.once import DismissOnce
+
 KEYS: tuple[tuple[str, str], ...] = (
     ("Enter", "send the prompt, or run the slash command"),
     ("Up / Down", "recall the lines sent earlier / come back to the draft"),
@@ -104,24 +106,28 @@ def commands_table(rows: Iterable[Mapping[str, Any]]) -> Table:
                   left_ratio=1)
 
 
-def theme_text(theme: str, config_theme: str) -> Text:
+def theme_text(theme: str, config_theme: str, known: Iterable[str] = ()) -> Text:
     """Where the theme comes from and how to change it.
 
     Args:
         theme: the theme in use.
         config_theme: ``ui.theme`` from the config.
+        known: the names of the themes the app has.
     """
+    known = set(known)
     text = Text()
     text.append("in use: ", style="dim")
     text.append(theme or "?", style="bold")
-    if config_theme and config_theme != theme:
+    if config_theme and config_theme != theme and config_theme not in known:
         text.append(f" (ui.theme is {config_theme!r}, not a known theme)", style="dim")
+    elif config_theme and config_theme != theme:
+        text.append(f" (chosen with Ctrl+P; ui.theme {config_theme!r} applies at start)", style="dim")
     text.append("\nCtrl+P, then \"theme\", previews and picks another for this session; "
                 "\"ui\": {\"theme\": NAME} in the config (`amos config path`) sets it at start.")
     return text
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(DismissOnce, ModalScreen[None]):
     """Keys, slash commands, custom commands and themes; ``Esc``, ``F1`` or ``q`` closes.
 
     Args:
@@ -160,7 +166,7 @@ class HelpScreen(ModalScreen[None]):
                 if content.warnings:
                     yield Static(Text("skipped: " + "\nskipped: ".join(content.warnings)), id="help-warnings")
                 yield Static(Text("Theme", style="bold"), classes="help-heading")
-                yield Static(theme_text(content.theme, content.config_theme), id="help-theme")
+                yield Static(theme_text(content.theme, content.config_theme, self.app.available_themes), id="help-theme")
 
     def on_mount(self) -> None:
         """Focus the body so the arrow keys and Page Up/Down scroll it."""

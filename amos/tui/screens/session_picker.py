@@ -21,6 +21,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from amos.tui.screens.once import DismissOnce
+
 HINT = "↑/↓ choose · Enter loads · Esc cancels"
 
 
@@ -53,7 +55,7 @@ def session_row(row: Mapping[str, Any], *, current: str | None = None) -> Text:
     return text
 
 
-class SessionPickerScreen(ModalScreen[str | None]):
+class SessionPickerScreen(DismissOnce, ModalScreen[str | None]):
     """A modal list of saved sessions; dismisses with the chosen id, or None.
 
     Args:

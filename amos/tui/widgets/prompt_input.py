@@ -36,7 +36,7 @@ from amos.slash import COMMANDS
 
 CSS_PATH = Path(__file__).with_suffix(".tcss")
 
-PLACEHOLDER = "prompt or /help · Enter sends · Ctrl+J newline · Ctrl+C cancel · Ctrl+Q quit"
+PLACEHOLDER = "prompt or /help · Enter sends · Ctrl+J newline · F1 help · F2 panel"
 
 PASTE_COLLAPSE_CHARS = 10_000
 """A paste longer than this (characters) is shown as a placeholder in the draft."""
@@ -439,11 +439,17 @@ class PromptInput(TextArea):
     def action_complete(self) -> None:
         """Tab: complete a slash command; anywhere else Tab moves the focus as usual.
 
-        From the composer, Tab goes to the block nearest it in the conversation (the
-        newest) rather than wrapping round to the oldest one.
+        From an empty composer, Tab goes to the block nearest it in the conversation (the
+        newest) rather than wrapping round to the oldest one; with a draft prompt it
+        stays (a hint says so).
         """
         value = self.text
-        if not value.startswith("/") or value.startswith("//") or self.cursor_position != len(value):
+        if value.strip() and (not value.startswith("/") or value.startswith("//")):
+            # A draft prompt keeps the focus: Tab never carries typing off to the blocks.
+            self.post_message(self.Hint("Tab completes slash commands; with an empty input it goes to the "
+                                        "tool blocks"))
+            return
+        if not value.startswith("/") or self.cursor_position != len(value):
             self._focus_onward()
             return
         completed, matches = complete(value)

@@ -328,6 +328,8 @@ class ToolCallLine(Static, can_focus=True):
     def _glyph(self) -> str:
         if self.status == "running" and self._spinner is not None:
             return SPINNER[self._frame]
+        if self.status == "succeeded" and self.exit_code:
+            return "!"  # the tool ran, but the command failed: never a tick
         return STATUS_GLYPHS.get(self.status, "?")
 
     def _header(self) -> Text:
