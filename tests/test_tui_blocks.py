@@ -374,3 +374,22 @@ async def test_a_running_call_spins_and_counts_seconds(make_runner):
         await wait_for(pilot, lambda: " 1s" in str(line.content) or line.status != "running")
         await wait_for(pilot, lambda: app.receipts and not app.busy)
         assert str(line.content).startswith("✓ run_command") and line._spinner is None
+
+
+async def test_page_up_and_down_scroll_the_conversation_from_the_input(make_runner):
+    runner, opened = make_runner([{"text": "\n\n".join(f"paragraph {i} of a long answer" for i in range(80))}])
+    app = AmosApp(runner, opened)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "talk a lot")
+        await wait_for(pilot, lambda: app.receipts and not app.busy)
+        await pilot.pause()
+        view = app.conversation
+        bottom = view.scroll_y
+        assert bottom > 0 and app.focused is app.prompt_input
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert view.scroll_y < bottom and not view.following and app.focused is app.prompt_input
+        for _ in range(20):
+            await pilot.press("pagedown")
+        await pilot.pause()
+        assert view.scroll_y == view.max_scroll_y

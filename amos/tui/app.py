@@ -113,6 +113,8 @@ class AmosApp(SessionControl, App[int]):
         Binding("tab", "complete_custom", "Complete a custom command", show=False, priority=True),
         Binding("f1", "help", "Help", show=False),
         Binding("f2", "toggle_panel", "Side panel", show=False),
+        Binding("pageup,shift+pageup", "page_conversation(-1)", "Scroll up", show=False, priority=True),
+        Binding("pagedown,shift+pagedown", "page_conversation(1)", "Scroll down", show=False, priority=True),
     ]
 
     def __init__(self, runner: Any, opened: Opened | None = None, *, options: RunOptions | None = None) -> None:
@@ -346,6 +348,18 @@ class AmosApp(SessionControl, App[int]):
             f"{', '.join(sorted(self.available_themes))} (Ctrl+P, then \"theme\", previews them)", "warning")
 
     # ------------------------------------------------------------------ input
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """PgUp/PgDn scroll the conversation only on the main screen (a dialog scrolls
+        its own content)."""
+        if action == "page_conversation":
+            return self.screen is self.screen_stack[0]
+        return True
+
+    def action_page_conversation(self, direction: int) -> None:
+        """PgUp / PgDn: scroll the conversation a page from the keyboard (the input keeps
+        the focus; scrolling up stops following the stream, the end resumes it)."""
+        self.conversation.page(direction)
 
     def on_key(self, event: events.Key) -> None:
         """A printable key that reached the app (a tool block or the view had the focus)

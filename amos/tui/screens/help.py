@@ -27,7 +27,9 @@ from amos.tui.screens.once import DismissOnce
 KEYS: tuple[tuple[str, str], ...] = (
     ("Enter", "send the prompt, or run the slash command"),
     ("Up / Down", "recall the lines sent earlier / come back to the draft"),
-    ("Tab", "complete a slash command, its subcommand or /help's argument"),
+    ("Tab", "complete a slash command, its subcommand or /help's argument; from an empty input, go to "
+            "the newest tool block (Up/Down between blocks, Enter or Space expands, typing returns)"),
+    ("PgUp / PgDn", "scroll the conversation (up stops following the stream; the end resumes it)"),
     ("Esc Esc  or  Ctrl+C", "cancel the running run (it ends BOUNDED_STOP, user_abort)"),
     ("Ctrl+C (idle)", "clear the input; on an empty input, ask whether to quit"),
     ("Ctrl+Q", "quit (a running run is cancelled first); /quit also saves"),

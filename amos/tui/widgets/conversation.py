@@ -172,6 +172,17 @@ class ConversationView(VerticalScroll, can_focus=False):
         if self.scroll_y <= 0 and self.children and isinstance(self.children[0], EarlierMessages):
             await self.show_earlier(self.children[0])
 
+    def page(self, direction: int) -> None:
+        """Scroll a page up (``direction`` < 0) or down from the keyboard: up stops
+        following and, at the top of a replayed transcript, shows its previous page;
+        down to the end follows again."""
+        self.release_anchor()
+        if direction < 0:
+            self.scroll_page_up(animate=False)
+            self.call_after_refresh(self._earlier_at_top)
+        else:
+            self.scroll_page_down(animate=False)
+
     def follow(self) -> None:
         """Scroll to the bottom and follow it again (a line was sent)."""
         self.scroll_end(animate=False, immediate=False)
