@@ -58,3 +58,10 @@ def amos_home(tmp_path_factory, monkeypatch):
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AMOS_LOG"):
         monkeypatch.delenv(var, raising=False)
     return home
+
+
+@pytest.fixture(autouse=True)
+def _approval_keys_answer_at_once(monkeypatch):
+    """Pilot tests press y/s/n the moment the dialog is up; people get a short delay
+    (type-ahead protection, tested with the delay on in test_tui_approvals.py)."""
+    monkeypatch.setattr("amos.tui.screens.approval.ANSWER_DELAY_S", 0.0)

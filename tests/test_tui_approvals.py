@@ -250,6 +250,25 @@ async def test_at_80x24_a_short_edit_shows_its_change_and_every_button(make_runn
     assert "return a + b" in (workspace / "calc.py").read_text()
 
 
+async def test_typing_ahead_never_answers_the_dialog_and_control_codes_never_disguise_a_command(
+        make_runner, workspace, monkeypatch):
+    monkeypatch.setattr("amos.tui.screens.approval.ANSWER_DELAY_S", 5.0)  # a loaded CI machine is slow
+    runner, opened = make_runner([{"tool_calls": [{"id": "c1", "name": "run_command", "arguments": {
+        "command": "touch PWNED # \u001b[14Dls -la        "}}]}, {"text": "ok"}])
+    app = AmosApp(runner, opened)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "list the files")
+        screen = await approval(pilot, app)
+        await pilot.press(*"say yes")  # the next prompt, typed ahead as the dialog opens
+        await pilot.pause()
+        assert app.screen is screen, "a typed-ahead s or y answered the dialog"
+        shown = dialog_text(screen)
+        assert "\x1b" not in shown and "\\x1b[14D" in shown and "touch PWNED" in shown
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.receipts and not app.busy)
+    assert not (workspace / "PWNED").exists()
+
+
 async def test_a_waiting_session_opened_in_the_tui_asks_with_the_diff(make_runner, workspace):
     (workspace / "README.md").write_text("# old\n", encoding="utf-8")
     runner, _ = make_runner([

@@ -20,6 +20,7 @@ reason (an input appears; Enter sends), ``Esc`` deny.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -33,6 +34,7 @@ from textual.widgets import Button, Input, Static
 
 from amos.events import ApprovalRequested
 from amos.tui.diffs import DIFF_TOOLS, FileDiff, call_diff
+from amos.tui.safe import capped, printable
 from amos.tui.screens.once import DismissOnce
 from amos.tui.widgets.tool_line import call_detail
 
@@ -52,6 +54,13 @@ class ApprovalAnswer(NamedTuple):
 
 
 _BLOCK_MIN_CHARS = 80
+
+ANSWER_DELAY_S = 0.6
+"""y / s / n (and the buttons) do nothing this long after the dialog opens
+(type-ahead protection); Esc (deny) always works."""
+
+MAX_SHOWN_CHARS = 20_000
+"""Longest text of one argument drawn in the dialog (characters); the diff shows files."""
 _DIFF_STYLES = {"+": "green", "-": "red", "@": "cyan", "\\": "dim"}
 
 
@@ -82,10 +91,10 @@ def arguments_text(arguments: Any, in_diff: frozenset[str] = frozenset()) -> Tex
                 shown[key] = f"<{len(value.encode())} bytes, {lines} line{'s' if lines != 1 else ''}: {where}>"
             else:
                 shown[key] = value
-    text = Text(json.dumps(shown, indent=2, ensure_ascii=False, default=str))
+    text = Text(printable(capped(json.dumps(shown, indent=2, ensure_ascii=False, default=str), MAX_SHOWN_CHARS)))
     for key, value in blocks.items():
-        text.append(f"\n\n{key}:\n", style="bold")
-        text.append(value)
+        text.append(f"\n\n{printable(str(key))}:\n", style="bold")
+        text.append(printable(capped(value, MAX_SHOWN_CHARS)))  # a 5 MB write took 40 s to draw
     return text
 
 
@@ -135,7 +144,7 @@ def command_text(arguments: Any) -> Text | None:
     if not isinstance(arguments, dict) or not isinstance(arguments.get("command"), str):
         return None
     text = Text("$ ", style="bold")
-    text.append(arguments["command"], style="bold")
+    text.append(printable(arguments["command"]), style="bold")  # ESC[14D could disguise it
     timeout = arguments.get("timeout_s")
     if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
         text.append(f"\n(time limit {timeout:g} s)", style="dim")
@@ -180,10 +189,10 @@ class ApprovalScreen(DismissOnce, ModalScreen[ApprovalAnswer]):
         with Vertical(id="approval-dialog", classes="-diff" if self.wants_diff else "") as dialog:
             dialog.border_title = "approval needed"
             title = Text()
-            title.append(req.tool, style="bold")
+            title.append(printable(req.tool), style="bold")
             detail = call_detail(req.tool, req.summary)
             if detail:
-                title.append(" " + detail)
+                title.append(" " + printable(detail))
             yield Static(title, id="approval-title")
             yield Static(Text(effect_line(req, self.workspace)), id="approval-summary")
             command = command_text(req.arguments) if req.tool == "run_command" else None
@@ -209,7 +218,9 @@ class ApprovalScreen(DismissOnce, ModalScreen[ApprovalAnswer]):
                         id="approval-reason")
 
     def on_mount(self) -> None:
-        """Focus the diff (or the arguments): arrow keys scroll; y/s/n/Esc decide."""
+        """Focus the diff (or the arguments): arrow keys scroll; y/s/n/Esc decide (y, s
+        and n only after :data:`ANSWER_DELAY_S`)."""
+        self._opened_at = time.monotonic()
         focus = "#approval-diff" if self.wants_diff else "#approval-arguments"
         self.query_one(focus).focus()
         if self.wants_diff:
@@ -259,13 +270,23 @@ class ApprovalScreen(DismissOnce, ModalScreen[ApprovalAnswer]):
         # Under 30 rows the arguments (all in the diff) give their room to it.
         dialog.set_class(self.size.height < 30, "-short")
 
+    def _too_soon(self) -> bool:
+        """True for a key pressed right after the dialog opened: someone typing ahead
+        ("… say yes") must not approve a call they have not seen."""
+        if time.monotonic() - self._opened_at >= ANSWER_DELAY_S:
+            return False
+        self.notify("read the call first: keys answer after a moment", severity="warning", timeout=2)
+        return True
+
     def action_approve(self) -> None:
         """Approve this call once."""
-        self.dismiss(ApprovalAnswer(True))
+        if not self._too_soon():
+            self.dismiss(ApprovalAnswer(True))
 
     def action_approve_session(self) -> None:
         """Approve this call, and the same call (same tool and arguments) for the rest of the session."""
-        self.dismiss(ApprovalAnswer(True, remember=True))
+        if not self._too_soon():
+            self.dismiss(ApprovalAnswer(True, remember=True))
 
     def action_deny(self) -> None:
         """Deny this call without a reason."""
@@ -273,6 +294,8 @@ class ApprovalScreen(DismissOnce, ModalScreen[ApprovalAnswer]):
 
     def action_deny_with_reason(self) -> None:
         """Show the reason input; Enter there denies with that reason."""
+        if self._too_soon():
+            return
         reason = self.query_one("#approval-reason", Input)
         reason.add_class("-visible")
         reason.focus()

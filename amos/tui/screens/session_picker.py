@@ -21,6 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from amos.tui.safe import printable
 from amos.tui.screens.once import DismissOnce
 
 HINT = "↑/↓ choose · Enter loads · Esc cancels"
@@ -44,12 +45,12 @@ def session_row(row: Mapping[str, Any], *, current: str | None = None) -> Text:
     text.append(f"  {updated:<16}  ")
     broken = row.get("broken")
     if broken:
-        text.append(f"cannot be opened: {' '.join(str(broken).split())}", style="red")
+        text.append(printable(f"cannot be opened: {' '.join(str(broken).split())}"), style="red")
         return text
     text.append(f"{row.get('last_verdict') or '-':<17}", style="bold" if row.get("last_verdict") else "dim")
     label = " — ".join(str(v) for v in (row.get("name"), row.get("title")) if v)
     if label:
-        text.append(" " + " ".join(label.split()))
+        text.append(" " + printable(" ".join(label.split())))
     if current is not None and row.get("id") == current:
         text.append("  (open now)", style="dim")
     return text

@@ -36,6 +36,8 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 
+from amos.tui.safe import printable
+
 CSS_PATH = Path(__file__).with_suffix(".tcss")
 
 FLUSH_S = 1 / 20
@@ -204,6 +206,7 @@ class AssistantText(Widget):
 
     def __init__(self, text: str = "") -> None:
         super().__init__()
+        text = printable(text)  # model text never drives the terminal
         self._chunks: list[str] = [text] if text else []
         self._joined = len(self._chunks)
         self._text = text
@@ -236,6 +239,7 @@ class AssistantText(Widget):
         """
         if not delta:
             return
+        delta = printable(delta)
         self._chunks.append(delta)
         if self._flush_timer is None and self.is_mounted:
             self._flush_timer = self.set_timer(FLUSH_S, self._flush)

@@ -33,6 +33,7 @@ from textual.widgets import Collapsible, Static
 
 from amos.messages import Message, ToolCallPart
 from amos.policy.stop import StopReceipt
+from amos.tui.safe import printable
 from amos.tui.widgets.assistant import AssistantText
 from amos.tui.widgets.command_output import CommandOutput
 from amos.tui.widgets.notice import NoticeLine
@@ -217,7 +218,7 @@ class ConversationView(VerticalScroll, can_focus=False):
         """
         await self.end_assistant()
         self.follow()
-        await self._add(Static(prompt_text(text), classes="prompt"))
+        await self._add(Static(prompt_text(printable(text)), classes="prompt"))
 
     async def add_command_output(self, text: str, data: Any = None, ok: bool = True, command: str = "") -> None:
         """Show what a slash command returned.
@@ -240,7 +241,7 @@ class ConversationView(VerticalScroll, can_focus=False):
             level: ``info``, ``warning``, ``error``, ``banner`` or ``approval``.
         """
         await self.end_assistant()
-        await self._add(NoticeLine(text, level))
+        await self._add(NoticeLine(printable(text), level))
 
     async def add_receipt(self, receipt: StopReceipt) -> None:
         """Show a run's stop receipt panel."""

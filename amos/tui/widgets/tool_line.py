@@ -37,6 +37,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from amos.messages import ToolCallPart
+from amos.tui.safe import printable
 
 CSS_PATH = Path(__file__).with_suffix(".tcss")
 
@@ -335,10 +336,10 @@ class ToolCallLine(Static, can_focus=True):
     def _header(self) -> Text:
         text = Text()
         text.append(self._glyph() + " ", style="bold")
-        text.append(self.tool, style="bold")
+        text.append(printable(self.tool), style="bold")
         summary = _one_line(call_detail(self.tool, self.summary), _MAX_SUMMARY)
         if summary:
-            text.append(" " + summary)
+            text.append(" " + printable(summary))
         words = self._tail()
         if words:
             text.append("  " + " ".join(words), style="dim")
@@ -349,7 +350,7 @@ class ToolCallLine(Static, can_focus=True):
         if self.duration_s is not None and self.status not in _NOT_RUN:
             text.append("  " + format_duration(self.duration_s), style="dim")
         if self.error and self.status != "succeeded":
-            text.append("  " + _one_line(self.error, _MAX_ERROR), style="italic")
+            text.append("  " + printable(_one_line(self.error, _MAX_ERROR)), style="italic")
         if self.evidence_id:
             text.append(f"  evidence {self.evidence_id}", style="dim")
         return text
