@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from amos.atomic import atomic_write_bytes
 from amos.errors import SessionError
+from amos.journal import read_regular
 
 _FILE_RE = re.compile(r"^(\d{6,})\.(json|meta\.json)$")
 
@@ -103,7 +104,7 @@ class Checkpoints:
             if not self._path(number).is_file():
                 continue
             try:
-                rows.append(CheckpointInfo.model_validate_json(self._meta(number).read_bytes()))
+                rows.append(CheckpointInfo.model_validate_json(read_regular(self._meta(number))))
             except (OSError, ValueError):
                 continue
         rows.sort(key=lambda r: r.number)
@@ -172,7 +173,7 @@ class Checkpoints:
             raise SessionError("not_found", f"no checkpoint {number} (checkpoints: {have})")
         path = self._path(number)
         try:
-            data = json.loads(path.read_bytes())
+            data = json.loads(read_regular(path))
         except (OSError, ValueError, RecursionError) as exc:
             raise SessionError("corrupt", f"{path}: cannot read checkpoint: {exc}") from None
         if not isinstance(data, dict):

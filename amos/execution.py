@@ -135,6 +135,23 @@ def _clean_value(value: Any, secrets: tuple[str, ...]) -> Any:
     return value
 
 
+MAX_ARGUMENT_DEPTH = 64
+"""Deepest nesting of tool-call arguments accepted (JSON levels)."""
+
+
+def _depth(value: Any, limit: int = MAX_ARGUMENT_DEPTH + 1) -> int:
+    """Nesting depth of a JSON value, counted up to ``limit`` (iteratively: no recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            if level >= limit:
+                return level
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 def clean_call(call: ToolCallPart, secrets: tuple[str, ...]) -> ToolCallPart:
     """``call`` with lone surrogates replaced and secret values masked in every string.
 
@@ -147,6 +164,12 @@ def clean_call(call: ToolCallPart, secrets: tuple[str, ...]) -> ToolCallPart:
             cleaned = mask_text(clean_text(value), secrets)
             if cleaned != value:
                 update[name] = cleaned
+    if _depth(call.arguments) > MAX_ARGUMENT_DEPTH:
+        # Nested deeper than any tool takes: the session could not even be saved (JSON
+        # serialisation depth); it fails as invalid arguments, kept as a short note.
+        update["arguments"] = None
+        update["raw_arguments"] = f"<arguments nested deeper than {MAX_ARGUMENT_DEPTH} levels were dropped>"
+        return call.model_copy(update=update)
     try:
         cleaned_args = _clean_value(call.arguments, ())
         arguments = _clean_value(cleaned_args, secrets)

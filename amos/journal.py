@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,22 @@ _SEQ_PREFIX = re.compile(rb'\{"seq":(\d+),')
 """How :class:`Journal` starts every line (compact JSON, ``seq`` first)."""
 
 
+def read_regular(path: Path) -> bytes:
+    """The bytes of a regular file; a FIFO or device is refused at once, never waited on.
+
+    Raises:
+        FileNotFoundError: missing. OSError: unreadable or not a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
+
+
 def read_journal(path: Path, *, after_seq: int = 0) -> JournalRead:
     """Read a journal, stopping at the first line that cannot be trusted.
 
@@ -100,7 +117,7 @@ def read_journal(path: Path, *, after_seq: int = 0) -> JournalRead:
     """
     result = JournalRead()
     try:
-        data = path.read_bytes()
+        data = read_regular(path)
     except FileNotFoundError:
         return result
     except OSError as exc:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from amos.checkpoints import CheckpointInfo, Checkpoints
 from amos.errors import SessionError
-from amos.journal import read_journal
+from amos.journal import read_journal, read_regular
 
 if TYPE_CHECKING:
     from amos.journal import Journal
@@ -60,7 +60,7 @@ class RepairResult:
 
 def _digest(path: Path) -> str | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return hashlib.sha256(read_regular(path)).hexdigest()
     except OSError:
         return None
 
@@ -180,7 +180,7 @@ class RecoveryDuties:
         if move:
             os.replace(path, aside)
         else:
-            self.write_file(aside, path.read_bytes())
+            self.write_file(aside, read_regular(path))
         return aside
 
     def recovery_source(self, session_id: str) -> str:

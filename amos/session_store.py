@@ -19,7 +19,7 @@ from filelock import FileLock, Timeout
 
 from amos.atomic import atomic_write_bytes
 from amos.errors import SessionError
-from amos.journal import Journal, read_journal, replay, tail_seq
+from amos.journal import Journal, read_journal, read_regular, replay, tail_seq
 from amos.session_recovery import RecoveryDuties
 from amos.sessions import (
     _ID_RE,
@@ -36,7 +36,7 @@ from amos.sessions import (
 
 def _is_empty(path: Path) -> bool:
     try:
-        return path.stat().st_size == 0
+        return path.is_file() and path.stat().st_size == 0
     except OSError:
         return False
 
@@ -140,7 +140,7 @@ class SessionStore(RecoveryDuties):
         """
         path = self.path(session_id)
         try:
-            data = json.loads(path.read_bytes())
+            data = json.loads(read_regular(path))
         except FileNotFoundError:
             raise SessionError("corrupt", f"{path}: the snapshot is missing") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

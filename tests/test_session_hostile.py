@@ -150,3 +150,35 @@ def test_export_refuses_devices_links_and_missing_folders(tmp_path):
         assert result.exit_code == 2 and "Traceback" not in result.stderr, (target, result.stderr)
     assert (tmp_path / "target.md").read_text() == "keep me"
     assert not (tmp_path / "missing").exists()
+
+
+def test_tool_arguments_nested_too_deep_fail_the_call_and_the_session_still_saves(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    junk: object = "x"
+    for _ in range(130):
+        junk = {"k": [junk]}
+    script = write_script(tmp_path, [
+        {"text": "reading", "tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "a", "junk": junk}}]},
+        {"text": "done"}, {"text": "again"}])
+    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "go")
+    assert code == 0 and doc["stop"]["verdict"] == "ANSWERED", doc
+    assert [c["status"] for c in doc["tool_calls"]] == ["failed"]
+    code, doc = cli_json("run", "--session", doc["session_id"], "again")
+    assert code == 0 and doc["output_text"] == "again"
+    session = SessionStore(sessions_dir()).load(doc["session_id"])
+    assert [m.text for m in session.messages if m.role == "user"] == ["go", "again"]
+
+
+def test_a_fifo_in_place_of_session_json_is_reported_never_waited_on(tmp_path):
+    import os
+
+    sid = _session(tmp_path, runs=1)
+    path = sessions_dir() / sid / "session.json"
+    path.unlink()
+    os.mkfifo(path)
+    code, doc = cli_json("sessions", "list")  # used to hang for ever
+    (row,) = [r for r in doc["sessions"] if r["id"] == sid]
+    assert "not a regular file" in row["broken"]
+    result = cli("sessions", "show", sid)
+    assert result.exit_code == 2 and "not a regular file" in result.stderr
