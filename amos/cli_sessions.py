@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -31,13 +30,12 @@ def _warn(store) -> None:
         typer.echo(f"amos: warning: {warning}", err=True)
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def _echo(text: str) -> None:
     """Print one line for people: control characters from model text, tool arguments or
     names (``ESC[2J``, OSC title sequences) are shown escaped, never sent to the terminal."""
-    typer.echo(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
+    from amos.safe_text import printable
+
+    typer.echo(printable(text))
 
 
 def _fail(exc: Exception) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 from amos.compaction import SUMMARY_PREFIX
 from amos.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from amos.policy.stop import ApprovalInfo, StopReceipt, summary_line, verdict_glyph
+from amos.safe_text import printable
 from amos.sessions import HeldCall, PendingApproval, Session
 
 MAX_ARG_CHARS = 400
@@ -34,7 +35,6 @@ RESULT_PREVIEW_LINES = 12
 MAX_LINE_CHARS = 400
 """Longest result line shown (characters)."""
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _BACKTICKS = re.compile(r"`+")
 _FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _EXIT_CODE = re.compile(r"^exit code: (.+)$", re.MULTILINE)
@@ -45,8 +45,7 @@ _EXIT_CODE = re.compile(r"^exit code: (.+)$", re.MULTILINE)
 
 def _clean(text: str) -> str:
     """Text safe to print to a terminal: CRLF → LF, other control characters as ``\\xNN``."""
-    text = text.replace("\r\n", "\n")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return printable(text.replace("\r\n", "\n"))
 
 
 def _longest_backtick_run(text: str) -> int:

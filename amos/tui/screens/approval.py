@@ -33,8 +33,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from amos.events import ApprovalRequested
+from amos.safe_text import capped, printable
 from amos.tui.diffs import DIFF_TOOLS, FileDiff, call_diff
-from amos.tui.safe import capped, printable
 from amos.tui.screens.once import DismissOnce
 from amos.tui.widgets.tool_line import call_detail
 

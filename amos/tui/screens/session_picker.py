@@ -21,7 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from amos.tui.safe import printable
+from amos.safe_text import printable
 from amos.tui.screens.once import DismissOnce
 
 HINT = "↑/↓ choose · Enter loads · Esc cancels"

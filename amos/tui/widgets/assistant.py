@@ -37,7 +37,7 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 
-from amos.tui.safe import printable
+from amos.safe_text import printable
 
 CSS_PATH = Path(__file__).with_suffix(".tcss")
 

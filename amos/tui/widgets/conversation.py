@@ -33,7 +33,7 @@ from textual.widgets import Collapsible, Static
 
 from amos.messages import Message, ToolCallPart
 from amos.policy.stop import StopReceipt
-from amos.tui.safe import printable
+from amos.safe_text import printable
 from amos.tui.widgets.assistant import AssistantText
 from amos.tui.widgets.command_output import CommandOutput
 from amos.tui.widgets.notice import NoticeLine

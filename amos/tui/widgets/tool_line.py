@@ -37,7 +37,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from amos.messages import ToolCallPart
-from amos.tui.safe import printable
+from amos.safe_text import printable
 
 CSS_PATH = Path(__file__).with_suffix(".tcss")
 

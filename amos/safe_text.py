@@ -1,4 +1,4 @@
-"""Text from the model or the workspace, made safe to draw.
+"""Text from the model or the workspace, made safe to draw or print (TUI and CLI).
 
 Model output, tool names, arguments and file contents may hold terminal control
 sequences (``ESC[14D`` moves the cursor back over what was drawn, OSC sets the window
