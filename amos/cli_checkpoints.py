@@ -18,12 +18,12 @@ IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id, name, uniq
 
 
 def _open(config: Path | None):
-    from amos.host import RunOptions, load_host_config, open_store
+    from amos.engine import Library
 
-    cfg, warnings = load_host_config(RunOptions(config_path=config))
+    library, warnings = Library.open(config)
     for warning in warnings:
         typer.echo(f"amos: warning: {warning}", err=True)
-    return open_store(cfg), int(cfg.sessions.max_checkpoints)
+    return library
 
 
 def _fail(exc: Exception, json_out: bool = False) -> None:
@@ -34,17 +34,6 @@ def _fail(exc: Exception, json_out: bool = False) -> None:
     raise typer.Exit(getattr(exc, "exit_code", 2))
 
 
-def checkpoint_rows_text(rows: list) -> str:
-    """A table of checkpoints for people (oldest first)."""
-    if not rows:
-        return "no checkpoints yet (one is taken at the end of every run and by /session save)"
-    lines = [f"{'N':>4}  {'TAKEN (UTC)':<19}  {'REASON':<17}  {'MSGS':>4}  {'LAST VERDICT':<17}  LABEL"]
-    for r in rows:
-        lines.append(f"{r.number:>4}  {r.created_at[:19].replace('T', ' '):<19}  {r.reason:<17}  {r.messages:>4}  "
-                     f"{r.last_verdict or '-':<17}  {r.label or ''}".rstrip())
-    return "\n".join(lines)
-
-
 def checkpoints(session_id: IdArg, config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
     """List a session's checkpoints, oldest first: number, time, reason, label, message
     count and last verdict.
@@ -52,11 +41,10 @@ def checkpoints(session_id: IdArg, config: ConfigOpt = None, json_out: JsonOpt =
     Example: amos sessions checkpoints latest
     """
     from amos.errors import AmosError
+    from amos.render import checkpoint_rows_text
 
     try:
-        store, _ = _open(config)
-        resolved = store.resolve(session_id)
-        rows = store.checkpoints_of(resolved).list()
+        resolved, rows = _open(config).checkpoints(session_id)
     except AmosError as exc:
         _fail(exc, json_out)
     if json_out:
@@ -81,25 +69,17 @@ def restore(
     from amos.errors import AmosError
 
     try:
-        store, keep = _open(config)
-        resolved = store.resolve(session_id)
-        lock = store.lock(resolved)
-        try:
-            current = store.load(resolved)
-            restored = store.restore(current, checkpoint, keep=keep)
-            undo = current.last_checkpoint
-        finally:
-            store.close_journal(resolved)
-            lock.release()
+        done = _open(config).restore(session_id, checkpoint)
     except AmosError as exc:
         _fail(exc, json_out)
-    for warning in store.warnings:
+    for warning in done.warnings:
         typer.echo(f"amos: warning: {warning}", err=True)
+    resolved, undo = done.session_id, done.undo_checkpoint
     if json_out:
         typer.echo(json.dumps({"session_id": resolved, "restored": checkpoint, "undo_checkpoint": undo,
-                               "messages": len(restored.messages)}))
+                               "messages": done.messages}))
         return
-    typer.echo(f"restored session {resolved} to checkpoint {checkpoint} ({len(restored.messages)} messages); "
+    typer.echo(f"restored session {resolved} to checkpoint {checkpoint} ({done.messages} messages); "
                f"the state before is checkpoint {undo} (`amos sessions restore {resolved} --checkpoint {undo}` "
                "undoes this)")
 
@@ -113,13 +93,7 @@ def repair(session_id: IdArg, config: ConfigOpt = None, json_out: JsonOpt = Fals
     from amos.errors import AmosError
 
     try:
-        store, _ = _open(config)
-        resolved = store.resolve(session_id)
-        lock = store.lock(resolved)
-        try:
-            result = store.repair(resolved)
-        finally:
-            lock.release()
+        resolved, result = _open(config).repair(session_id)
     except AmosError as exc:
         _fail(exc, json_out)
     for warning in result.warnings:

@@ -22,25 +22,13 @@ SessionOpt = Annotated[str | None, typer.Option("--session", help="Only records 
 
 
 def _open(config: Path | None):
-    """The configured store, and the session store to resolve ``--session`` names."""
-    from amos.evidence import open_evidence_store
-    from amos.host import RunOptions, load_host_config, open_store
+    """The library of the configured stores (evidence, and sessions for ``--session`` names)."""
+    from amos.engine import Library
 
-    cfg, warnings = load_host_config(RunOptions(config_path=config))
+    library, warnings = Library.open(config)
     for warning in warnings:
         typer.echo(f"amos: warning: {warning}", err=True)
-    return open_evidence_store(cfg), open_store(cfg)
-
-
-def _session_id(sessions, value: str | None) -> str | None:
-    if value is None:
-        return None
-    from amos.errors import SessionError
-
-    try:
-        return sessions.resolve(value)
-    except SessionError:
-        return value  # the session may be deleted; its evidence outlives it
+    return library
 
 
 def _safe(value: object) -> str:
@@ -74,16 +62,15 @@ def list_evidence(
     from amos.errors import AmosError
 
     try:
-        store, sessions = _open(config)
-        page = store.list(after, limit, session_id=_session_id(sessions, session))
+        library = _open(config)
+        page = library.evidence_page(session=session, after=after, limit=limit)
     except AmosError as exc:
         _fail(exc, json_out)
     if json_out:
         typer.echo(json.dumps(page.to_dict(), ensure_ascii=False))
         return
     if not page.entries:
-        records = getattr(store, "records_dir", None)
-        orphaned = after is None and records is not None and records.is_dir() and any(records.iterdir())
+        orphaned = after is None and library.evidence_orphaned()
         typer.echo("no evidence records" + (" in the index, but record files exist: run `amos evidence rebuild`"
                                             if orphaned else ""))
         return
@@ -107,17 +94,15 @@ def read_evidence(
     Example: amos evidence read 01a2… --offset 0 --limit 65536
     """
     from amos.errors import AmosError
-    from amos.evidence import coerce_reference
 
     try:
-        store, _ = _open(config)
-        text = id_or_ref.strip()
-        ref = coerce_reference(text) if text.startswith("{") else store.get_reference(text)
+        library = _open(config)
+        ref = library.evidence_reference(id_or_ref)
         if limit is None and offset == 0:
-            sys.stdout.write(store.read_bytes(ref).decode("utf-8"))
+            sys.stdout.write(library.evidence_bytes(ref).decode("utf-8"))
             sys.stdout.write("\n")
             return
-        chunk = store.read_text_chunk(ref, offset, limit or store.max_record_bytes)
+        chunk = library.evidence_chunk(ref, offset, limit)
     except AmosError as exc:
         _fail(exc)
     sys.stdout.write(chunk.text)
@@ -147,11 +132,7 @@ def prune_evidence(
     if older_than is not None and not math.isfinite(older_than):
         _fail(ValueError("--older-than needs a finite number of days, e.g. 30"), json_out)
     try:
-        store, sessions = _open(config)
-        if older_than is None and session is None:
-            removed = store.prune_expired()
-        else:
-            removed = store.prune(older_than, _session_id(sessions, session))
+        removed = _open(config).evidence_prune(older_than, session)
     except AmosError as exc:
         _fail(exc, json_out)
     if json_out:
@@ -172,8 +153,7 @@ def rebuild_evidence(config: ConfigOpt = None, json_out: JsonOpt = False) -> Non
     from amos.errors import AmosError
 
     try:
-        store, _ = _open(config)
-        report = store.rebuild_index()
+        report = _open(config).evidence_rebuild()
     except AmosError as exc:
         _fail(exc, json_out)
     if json_out:

@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from amos.errors import AmosError, SlashCommandError, UsageError
+from amos.engine.options import RunOptions
+from amos.errors import AmosError, UsageError
 from amos.events import (
     ApprovalRequested,
     Notice,
@@ -26,12 +27,9 @@ from amos.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from amos.host import RunOptions, open_runner
+from amos.render import held_call_lines, status_glyph, summary_line
 
 log = logging.getLogger("amos")
-
-_STATUS_GLYPH = {"succeeded": "✓", "failed": "✗", "denied": "⊘", "blocked": "⊘", "cancelled": "■",
-                 "timed_out": "⏱", "not_started": "·"}
 
 
 def setup_logging(verbose: bool) -> Path | None:
@@ -131,7 +129,7 @@ class Renderer:
         elif isinstance(event, ToolCallStarted):
             self._line(f"  ⋯ {event.summary}")
         elif isinstance(event, ToolCallFinished):
-            glyph = _STATUS_GLYPH.get(event.status, "?")
+            glyph = status_glyph(event.status)
             extra = f" — {event.error}" if event.error and event.status != "succeeded" else ""
             line = f"  {glyph} {event.summary} [{event.status}, {event.duration_s:.2f} s]{extra}"
             self._line(line if len(line) <= 300 else line[:299] + "…")
@@ -141,10 +139,9 @@ class Renderer:
             self._line(f"  ? approval needed: {event.summary}")
 
     def finish(self, finished: RunFinished, session_id: str, signal_name: str | None,
-               held: dict[str, str] | None = None) -> None:
-        """Print the final answer or JSON document, and the stop summary."""
-        from amos.policy.stop import summary_line
-
+               held: list | None = None) -> None:
+        """Print the final answer or JSON document, and the stop summary (``held``: the
+        host's held calls, for the resume hint)."""
         if self.json_out:
             doc = {
                 "session_id": session_id,
@@ -166,12 +163,9 @@ class Renderer:
             self.out.flush()
         if not self.quiet:
             self.err.write(summary_line(finished.receipt) + "\n")
-            receipt = finished.receipt
-            if receipt.pending_approvals:
-                for p in receipt.pending_approvals:
-                    self.err.write(f"  needs approval: {p.call_id}  {(held or {}).get(p.call_id, p.tool)}\n")
-                ids = " ".join(f"--approve {p.call_id}" for p in receipt.pending_approvals)
-                self.err.write(f"  resume with: amos resume {session_id} {ids}   (or --deny CALL_ID, --all)\n")
+            if finished.receipt.pending_approvals:
+                for line in held_call_lines(session_id, held or []):
+                    self.err.write(line + "\n")
             self.err.write(f"  session {session_id}" + (f" ({finished.session_path})" if finished.session_path
                                                           else " (not saved)") + "\n")
             self.err.flush()
@@ -206,13 +200,6 @@ async def _consume(runner: Any, events: Any, renderer: Renderer) -> tuple[RunFin
     return finished, (received[0] if received else None)
 
 
-def _held_summaries(runner: Any) -> dict[str, str]:
-    pending = runner.session.pending
-    if pending is None:
-        return {}
-    return {h.call.call_id: runner.summarize_call(h.call) for h in pending.held}
-
-
 def _exit_for(finished: RunFinished, signal_name: str | None) -> int:
     receipt = finished.receipt
     if receipt.cause == "user_abort" and signal_name == "SIGINT":
@@ -229,16 +216,20 @@ def _render_run(runner: Any, events: Any, json_out: bool, quiet: bool) -> int:
     if finished is None:
         print("amos: the run ended without a stop receipt", file=sys.stderr)
         return 8
-    renderer.finish(finished, runner.session_id, sig, _held_summaries(runner))
+    renderer.finish(finished, runner.session_id, sig, runner.held_calls())
     return _exit_for(finished, sig)
 
 
-def _run_slash(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
-    from amos.slash import execute_line
+def _run_line(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
+    """Run one typed line (a prompt, a slash command, a custom command) and render it."""
+    from amos.slash import run_line
 
-    try:
-        result = execute_line(runner, line)
-    except SlashCommandError as exc:
+    outcome = run_line(runner, line)
+    if outcome.kind == "run":
+        return _render_run(runner, outcome.events, json_out, quiet)
+    if outcome.kind == "error":
+        exc = outcome.error
+        assert exc is not None
         if json_out:
             doc = {"session_id": runner.session_id, "command": line, "ok": False, "result": None,
                    "error": {"code": exc.code, "message": str(exc)}}
@@ -246,19 +237,12 @@ def _run_slash(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
         else:
             print(f"amos: {exc}" + (f"\nusage: {exc.usage}" if exc.usage else ""), file=sys.stderr)
         return 2
-    if result.action == "prompt" and result.action_arg is not None:
-        # A custom command (commands/NAME.md): its expanded prompt runs like a typed prompt.
-        return _render_run(runner, runner.run(result.action_arg), json_out, quiet)
-    if result.action == "compact":
-        import asyncio
-
-        from amos.slash.commands import compact_result
-
-        result = compact_result(line, asyncio.run(runner.compact(result.action_arg or None)))
-    if runner.store is not None and result.ok and result.save:
-        # Only a command that changed the session saves it: /help or /context never
-        # creates a session or makes an old one `latest`; a failed command changes nothing.
-        runner.save()
+    if outcome.finish is not None:
+        outcome = asyncio.run(outcome.finish())
+    if outcome.save_error is not None:
+        raise outcome.save_error
+    result = outcome.result
+    assert result is not None
     if json_out:
         print(json.dumps(result.to_json(runner.session_id), ensure_ascii=False, default=str), file=_out())
     elif result.ok:
@@ -324,18 +308,15 @@ def _cli_run(*, prompt, demo, config, model, base_url, script, workspace, sessio
     options = build_options(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
                             session=session, max_steps=max_steps, verify=verify, yes=yes, no_save=no_save,
                             demo=demo)
-    from amos.slash import parse_line
+    from amos.engine import open_host
 
-    parsed = parse_line(prompt)
-    runner, opened = open_runner(options)
+    runner, opened = open_host(options)
     try:
         for warning in opened.warnings:
             print(f"amos: warning: {warning}", file=sys.stderr)
         if opened.demo_workspace is not None and not json_out and not quiet:
             print(f"amos: demo workspace: {opened.demo_workspace}", file=sys.stderr)
-        if parsed.kind == "command":
-            return _run_slash(runner, prompt, json_out, quiet)
-        return _render_run(runner, runner.run(parsed.text), json_out, quiet)
+        return _run_line(runner, prompt, json_out, quiet)
     finally:
         runner.close()
 
@@ -357,7 +338,9 @@ def _cli_resume(*, session_id, approve, deny, reason, approve_all, config, model
         raise UsageError(f"call {sorted(both)[0]!r} is both approved and denied")
     options = build_options(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
                             session=session_id, max_steps=max_steps, verify=verify, yes=yes, no_save=no_save)
-    runner, opened = open_runner(options)
+    from amos.engine import open_host
+
+    runner, opened = open_host(options)
     try:
         for warning in opened.warnings:
             print(f"amos: warning: {warning}", file=sys.stderr)

@@ -15,18 +15,17 @@ ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (f
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
 
 
-def _store(config: Path | None):
-    from amos.host import RunOptions, load_host_config, open_store
+def _library(config: Path | None):
+    from amos.engine import Library
 
-    cfg, warnings = load_host_config(RunOptions(config_path=config))
-    for warning in warnings:
-        typer.echo(f"amos: warning: {warning}", err=True)
-    return open_store(cfg)
+    library, warnings = Library.open(config)
+    _warn(warnings)
+    return library
 
 
-def _warn(store) -> None:
+def _warn(warnings: list[str]) -> None:
     """Problems met while loading (a torn journal line, entries recovered after a crash)."""
-    for warning in store.warnings:
+    for warning in warnings:
         typer.echo(f"amos: warning: {warning}", err=True)
 
 
@@ -52,7 +51,7 @@ def list_sessions(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
     from amos.errors import AmosError
 
     try:
-        rows = _store(config).list()
+        rows = _library(config).sessions()
     except AmosError as exc:
         _fail(exc)
     if json_out:
@@ -82,14 +81,14 @@ def show_session(
     Example: amos sessions show 20261130-101500-ab12cd
     """
     from amos.errors import AmosError
-    from amos.policy.stop import summary_line
+    from amos.render import summary_line
 
     try:
-        store = _store(config)
-        session = store.load(session_id)
+        loaded = _library(config).load(session_id)
     except AmosError as exc:
         _fail(exc)
-    _warn(store)
+    _warn(loaded.warnings)
+    session = loaded.session
     if json_out:
         typer.echo(session.model_dump_json())
         return
@@ -145,35 +144,13 @@ def delete_session(
     from amos.errors import AmosError
 
     try:
-        deleted = _store(config).delete(session_id)
+        deleted = _library(config).delete(session_id)
     except AmosError as exc:
         _fail(exc)
     typer.echo(f"deleted session {deleted}")
 
 
 EXPORT_FORMATS = ("md", "json")
-
-
-def _journal_receipts(store, session_id: str) -> list:
-    """Stop receipts of the session's earlier runs, from its journal (the session file
-    keeps only the latest); a receipt that does not validate is skipped."""
-    from pydantic import ValidationError
-
-    from amos.errors import SessionError
-    from amos.journal import read_journal, run_receipts
-    from amos.policy.stop import StopReceipt
-
-    try:
-        entries = read_journal(store.journal_path(session_id)).entries
-    except SessionError:
-        return []
-    receipts = []
-    for data in run_receipts(entries):
-        try:
-            receipts.append(StopReceipt.model_validate(data))
-        except ValidationError:
-            continue
-    return receipts
 
 
 @sessions_app.command("export")
@@ -194,7 +171,6 @@ def export_session(
 
     from amos.atomic import atomic_write_text
     from amos.errors import AmosError, SessionError, UsageError
-    from amos.session_export import export_json, export_markdown
 
     try:
         if fmt not in EXPORT_FORMATS:
@@ -208,13 +184,10 @@ def export_session(
                              "regular files — write to stdout and redirect instead")
         if output is not None and not output.absolute().parent.is_dir():
             raise UsageError(f"the folder of {output} does not exist")
-        store = _store(config)
-        session = store.load(session_id)
+        text, warnings = _library(config).export(session_id, fmt)
     except AmosError as exc:
         _fail(exc)
-    _warn(store)
-    text = (export_markdown(session, receipts=_journal_receipts(store, session.id)) if fmt == "md"
-            else export_json(session) + "\n")
+    _warn(warnings)
     if output is None:
         try:
             typer.echo(text, nl=False)

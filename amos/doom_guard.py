@@ -91,6 +91,20 @@ class DoomLoopGuard:
         except Exception:  # noqa: BLE001 - detection never fails a run
             log.exception("declare_round failed")
 
+    def declare_fingerprints(self, round_number: int, calls: list[tuple[str, str]]) -> None:
+        """:meth:`declare` for calls already fingerprinted (``(tool, fingerprint)`` pairs)."""
+        try:
+            self.monitor.declare_round_fingerprints(round_number, calls)
+        except Exception:  # noqa: BLE001 - detection never fails a run
+            log.exception("declare_round failed")
+
+    def score_fingerprint(self, tool: str, fingerprint: str, round_number: int) -> tuple[DoomLoopVerdict | None, bool]:
+        """:meth:`score_call` for a call already fingerprinted: ``(verdict, duplicate_in_round)``."""
+        record = self.monitor.record_tool_call_fingerprint(tool, fingerprint, round_number)
+        if record.verdict is not None and not record.duplicate_in_round:
+            self._note(record.verdict)
+        return record.verdict, record.duplicate_in_round
+
     def score_call(self, tool: str, key: Any, full_args: Any, round_number: int) -> tuple[DoomLoopVerdict | None, bool]:
         """Score a call that is about to run.
 

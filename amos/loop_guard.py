@@ -113,9 +113,11 @@ class LoopGuard:
         self._repeated.clear()
         self._uncertain.clear()
 
-    def admit(self, call_id: str, tool_name: str, effect: str, arguments: Any) -> Admission:
-        """The policy's admission decision for a call about to be dispatched."""
-        admission = self.tracker.admit(call_id, tool_name, effect, arguments)
+    def admit(self, call_id: str, tool_name: str, effect: str, arguments: Any, *,
+              fingerprint: str | None = None) -> Admission:
+        """The policy's admission decision for a call about to be dispatched
+        (``fingerprint``: the call's identity, when the host computed it)."""
+        admission = self.tracker.admit(call_id, tool_name, effect, arguments, fingerprint=fingerprint)
         if admission.feedback:
             self._repeated.append(f"{tool_name} ({call_id}) was refused: {admission.message}")
         return admission

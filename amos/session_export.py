@@ -22,7 +22,8 @@ from typing import Any
 
 from amos.compaction import SUMMARY_PREFIX
 from amos.messages import Message, TextPart, ToolCallPart, ToolResultPart
-from amos.policy.stop import ApprovalInfo, StopReceipt, summary_line, verdict_glyph
+from amos.policy.stop import ApprovalInfo, StopReceipt
+from amos.render import summary_line, verdict_glyph
 from amos.safe_text import printable
 from amos.sessions import HeldCall, PendingApproval, Session
 

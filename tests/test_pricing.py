@@ -86,7 +86,7 @@ def test_only_the_bundled_snapshot_is_used() -> None:
 
 
 def test_genai_prices_is_not_imported_at_startup() -> None:
-    code = ("import sys, amos.cli, amos.pricing, amos.context, amos.runner; "
+    code = ("import sys, amos.cli, amos.pricing, amos.context, amos.engine.host, amos.engine.loop; "
             "print('genai_prices' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

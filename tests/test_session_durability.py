@@ -444,9 +444,9 @@ def test_journal_write_errors_give_one_notice_per_run_and_never_tear_the_journal
 
 
 def test_amos_run_prints_the_write_error_on_stderr(tmp_path, monkeypatch):
-    import amos.host
+    import amos.engine.opening
 
-    monkeypatch.setattr(amos.host, "open_store", lambda config: FullDiskStore(sessions_dir(config)))
+    monkeypatch.setattr(amos.engine.opening, "open_store", lambda config: FullDiskStore(sessions_dir(config)))
     ws = tmp_path / "ws"
     ws.mkdir()
     result = cli("run", "--yes", "--script", str(_tool_script(tmp_path)), "--workspace", str(ws), "go")
@@ -456,7 +456,7 @@ def test_amos_run_prints_the_write_error_on_stderr(tmp_path, monkeypatch):
     assert len(lines) == 2 and all("session.json" in line for line in lines), result.stderr
     assert "ANSWERED" in result.stderr
 
-    monkeypatch.setattr(amos.host, "open_store", lambda config: FailingJournalStore(sessions_dir(config)))
+    monkeypatch.setattr(amos.engine.opening, "open_store", lambda config: FailingJournalStore(sessions_dir(config)))
     result = cli("run", "--yes", "--script", str(_tool_script(tmp_path)), "--workspace", str(ws), "go")
     assert result.exit_code == 0 and "Traceback" not in result.stderr
     lines = [line for line in result.stderr.splitlines() if "journal.jsonl" in line]

@@ -15,7 +15,7 @@ import pytest
 from textual.widgets import Static
 
 from amos.tui.app import AmosApp
-from amos.tui.diffs import MAX_DIFF_BYTES, MAX_DIFF_LINES, call_diff
+from amos.engine.previews import MAX_DIFF_BYTES, MAX_DIFF_LINES, call_diff
 from amos.tui.screens.approval import ApprovalScreen
 from tests import test_tui
 from tests.test_tui import notices, submit, wait_for
@@ -112,7 +112,7 @@ async def test_approve_for_the_session_skips_the_same_call_but_asks_for_a_differ
 def test_session_approvals_are_not_saved_with_the_session(make_runner, workspace):
     """An approval for the session lives in the runner only: a reopened session asks again."""
     runner, _ = make_runner([{"tool_calls": [write("a.txt", "x", "w1")]}, {"text": "ok"}], interactive=False)
-    runner._session_approved.add("anything")
+    runner.engine.approvals.for_session.add("anything")
     runner.save()
     text = runner.session_path.read_text()
     assert "anything" not in text and "session_approved" not in text

@@ -51,9 +51,15 @@ def is_credential_key(key: str) -> bool:
     return norm in CREDENTIAL_KEYS or norm.endswith(CREDENTIAL_SUFFIXES)
 
 
+def secret_values(secrets: Iterable[str]) -> tuple[str, ...]:
+    """The literal strings masked for ``secrets``, longest first (shorter than
+    :data:`MIN_SECRET_LENGTH` characters: ignored)."""
+    return tuple(sorted({s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LENGTH},
+                        key=len, reverse=True))
+
+
 def _secret_pattern(secrets: Iterable[str]) -> re.Pattern[str] | None:
-    values = sorted({s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LENGTH},
-                    key=len, reverse=True)
+    values = secret_values(secrets)
     if not values:
         return None
     return re.compile("|".join(re.escape(v) for v in values))

@@ -304,3 +304,41 @@ def fingerprint_tool_call(tool_name: str, value: object) -> str:
     if not isinstance(tool_name, str):
         raise TypeError(f"tool_name must be a string, not {type(tool_name).__name__}")
     return hashlib.sha256(_utf8(tool_name + "\n" + canonicalize(value))).hexdigest()
+
+
+class _HashSink:
+    """Feeds canonical JSON pieces to a SHA-256 as they are produced (no joined copy)."""
+
+    __slots__ = ("hasher",)
+
+    def __init__(self, hasher: hashlib._Hash):
+        self.hasher = hasher
+
+    def append(self, piece: str) -> None:
+        self.hasher.update(_utf8(piece))
+
+
+def call_identity(tool_name: str, arguments: object) -> str | None:
+    """The one identity of a tool call: ``sha256(utf8(tool_name + "\n" + JCS(arguments)))``.
+
+    The same digest as :func:`fingerprint_tool_call` on the full arguments, computed
+    by streaming the canonical form into the hash, so arguments of any size have an
+    identity (issue 17, item 14: a 70 KB ``write_file`` is not "unfingerprintable").
+    Approvals ("never ask the same question twice") and loop-policy admission use it.
+
+    Args:
+        tool_name: the tool's name.
+        arguments: the call's decoded arguments, or its raw argument string when they
+            were not valid JSON.
+
+    Returns:
+        64 lowercase hex digits, or None when the arguments are not JSON data (a
+        non-finite number, a cycle, nesting deeper than 64 levels…).
+    """
+    hasher = hashlib.sha256(_utf8(str(tool_name) + "\n"))
+    try:
+        _emit(arguments, 0, _HashSink(hasher), set())  # type: ignore[arg-type]
+    except (CanonicalizationError, RecursionError, TypeError, ValueError):
+        return None
+    return hasher.hexdigest()
+

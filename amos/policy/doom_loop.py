@@ -303,19 +303,29 @@ class DoomLoopMonitor:
             calls: A list of ``(tool_name, key_material)`` pairs. A pair whose key
                 material is unhashable (or that is not a pair) is skipped with a warning.
         """
-        grouped: dict[str, set[str]] = {}
         try:
             items = list(calls)
         except Exception as exc:
             self._warn(f"doom_loop: declare_round got a non-list of calls ({exc!r}); ignored")
             items = []
+        pairs: list[tuple[str, str]] = []
         for item in items:
             try:
                 tool_name, key_material = item
-                fingerprint = self._fingerprint(tool_name, key_material)
+                pairs.append((tool_name, self._fingerprint(tool_name, key_material)))
             except (CanonicalizationError, TypeError, ValueError) as exc:
-                self._warn(f"doom_loop: left an undeclarable call out of round {round}: {exc}")
-                continue
+                self.warn_undeclarable(round, exc)
+        self.declare_round_fingerprints(round, pairs)
+
+    def warn_undeclarable(self, round: int, error: Exception) -> None:
+        """Warn that a call whose key material cannot be fingerprinted was left out of ``round``."""
+        self._warn(f"doom_loop: left an undeclarable call out of round {round}: {error}")
+
+    def declare_round_fingerprints(self, round: int, calls: list[tuple[str, str]]) -> None:
+        """:meth:`declare_round` for calls already fingerprinted (``(tool_name, fingerprint)``
+        pairs), so a host that computed each call's fingerprint once need not repeat it."""
+        grouped: dict[str, set[str]] = {}
+        for tool_name, fingerprint in calls:
             grouped.setdefault(tool_name, set()).add(fingerprint)
         self._declared = (round, {name: tuple(sorted(fps)) for name, fps in grouped.items()})
 
@@ -366,6 +376,20 @@ class DoomLoopMonitor:
                 detection for the call (spec §8).
         """
         fingerprint = self._fingerprint(tool_name, key_material)
+        return self.record_tool_call_fingerprint(tool_name, fingerprint, round, allow_block=allow_block,
+                                                 detector=detector)
+
+    def record_tool_call_fingerprint(
+        self,
+        tool_name: str,
+        fingerprint: str,
+        round: int,
+        *,
+        allow_block: bool = True,
+        detector: str = "tool-fingerprint",
+    ) -> DoomLoopCallRecord:
+        """:meth:`record_tool_call` for a call already fingerprinted (64 hex digits of
+        :func:`fingerprint_tool_call` over its key material); never raises."""
         try:
             return self._score_call(tool_name, fingerprint, round, bool(allow_block), detector)
         except Exception as exc:  # no internal error fails a run

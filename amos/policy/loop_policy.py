@@ -309,14 +309,18 @@ class PolicyTracker:
         allowed = self.policy.read_only_tools
         return allowed is None or tool_name in allowed
 
-    def admit(self, call_id: str, tool_name: str, effect: str, arguments: Any) -> Admission:
+    def admit(self, call_id: str, tool_name: str, effect: str, arguments: Any, *,
+              fingerprint: str | None = None) -> Admission:
         """Decide whether a validated, permitted call may be dispatched.
 
         Args:
             call_id: the model's call id.
             tool_name: the tool.
             effect: the tool's declared effect (``read``, ``write``, ``unknown``).
-            arguments: the decoded arguments.
+            arguments: the decoded arguments (fingerprinted here when ``fingerprint`` is
+                not given, within the seed's bound of ``MAX_FINGERPRINT_BYTES``).
+            fingerprint: the call's identity computed by the host
+                (:func:`amos.policy.canonical.call_identity`, the same digest, unbounded).
 
         Returns:
             An :class:`Admission`. ``run`` admissions are counted against ``max_tracked``.
@@ -325,7 +329,7 @@ class PolicyTracker:
         if len(self._admissions) >= bound or len(self._signatures) >= bound or self.observation_count >= bound:
             return Admission("stop", f"the loop policy's tracking bound of {bound} actions per execution "
                              "was reached", cause="policy_stop", reason="tracking_bound")
-        fp = action_fingerprint(tool_name, arguments)
+        fp = fingerprint if fingerprint is not None else action_fingerprint(tool_name, arguments)
         if fp is None:
             return Admission("stop", f"the arguments of {tool_name} ({call_id}) cannot be fingerprinted "
                              f"(not strict JSON or over {MAX_FINGERPRINT_BYTES // 1024} KiB), so the "

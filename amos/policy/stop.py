@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from amos.messages import Usage
+from amos.verdicts import EXIT_CODES, Phase, Verdict, phase_for, verdict_glyph  # noqa: F401 - re-exported
 
 Cause = Literal[
     "answer",
@@ -32,32 +33,6 @@ Cause = Literal[
     "recovery_exhausted",
 ]
 
-Verdict = Literal[
-    "FAILED",
-    "WAITING",
-    "WAITING_UNROUTED",
-    "STUCK",
-    "BOUNDED_STOP",
-    "VERIFIED_COMPLETE",
-    "FALSE_COMPLETE",
-    "ANSWERED",
-    "UNCERTAIN",
-]
-
-Phase = Literal["running", "recovering", "complete", "input-needed", "stopped"]
-
-EXIT_CODES: dict[str, int] = {
-    "VERIFIED_COMPLETE": 0,
-    "ANSWERED": 0,
-    "FAILED": 1,
-    "FALSE_COMPLETE": 3,
-    "WAITING": 4,
-    "WAITING_UNROUTED": 5,
-    "BOUNDED_STOP": 6,
-    "STUCK": 7,
-    "UNCERTAIN": 8,
-}
-"""Exit code of ``amos run``/``amos resume`` for each verdict (spec/cli.md "Exit codes")."""
 
 
 class _Model(BaseModel):
@@ -225,42 +200,3 @@ def decide_verdict(cause: str | None, facts: StopFacts) -> Verdict:
     if cause == "recovery_exhausted":
         return "FALSE_COMPLETE"
     return "UNCERTAIN"
-
-
-def phase_for(verdict: str) -> Phase:
-    """The diagnostics phase a finished execution ends in.
-
-    ``complete`` for a natural or verified finish, ``input-needed`` while waiting for
-    a person, ``stopped`` for everything else.
-    """
-    if verdict in ("VERIFIED_COMPLETE", "ANSWERED"):
-        return "complete"
-    if verdict in ("WAITING", "WAITING_UNROUTED"):
-        return "input-needed"
-    return "stopped"
-
-
-def verdict_glyph(verdict: str) -> str:
-    """A glyph that reads without colour, for summaries and the TUI."""
-    return {
-        "VERIFIED_COMPLETE": "✔",
-        "ANSWERED": "○",
-        "FAILED": "✘",
-        "FALSE_COMPLETE": "✘",
-        "WAITING": "⏸",
-        "WAITING_UNROUTED": "⏸",
-        "BOUNDED_STOP": "■",
-        "STUCK": "↻",
-        "UNCERTAIN": "?",
-    }.get(verdict, "?")
-
-
-def summary_line(receipt: StopReceipt) -> str:
-    """One line describing a receipt, e.g. ``✔ VERIFIED_COMPLETE (answer/completed) — 4 steps, 5 tool calls``."""
-    u = receipt.usage
-    steps = f"{receipt.steps} step" + ("" if receipt.steps == 1 else "s")
-    calls = f"{receipt.tool_call_count} tool call" + ("" if receipt.tool_call_count == 1 else "s")
-    return (
-        f"{verdict_glyph(receipt.verdict)} {receipt.verdict} ({receipt.cause or 'none'}/{receipt.reason})"
-        f" — {steps}, {calls}, {u.input_tokens}+{u.output_tokens} tokens. {receipt.detail}"
-    )

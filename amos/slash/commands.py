@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from amos.errors import AmosError, SessionError, SlashCommandError
-from amos.sessions import check_session_name
+from amos.render import checkpoint_rows_text
 from amos.slash.custom import CustomCommand, Skipped, expand, load_custom_commands
 from amos.slash.parser import parse_line, split_tokens
 
@@ -168,7 +168,7 @@ def _context(runner: Any, rest: str, line: str) -> SlashResult:
             raise SlashCommandError("/context loop takes no arguments", usage="/context loop")
         return _context_loop(runner, line)
     if sub == "task":
-        if getattr(runner, "tasks", None) is None:
+        if not runner.tasks_enabled:
             return _failed(line, "TASK_STATE_DISABLED",
                            "task state is not enabled; set \"task_state\": {\"enabled\": true} in the config "
                            "(`amos config path` shows where) to use /context task")
@@ -188,27 +188,10 @@ def _context(runner: Any, rest: str, line: str) -> SlashResult:
     if sub:
         raise SlashCommandError(f"unknown /context section {sub!r}",
                                 usage="/context [loop | task … | evidence …]")
-    config = runner.config
-    ctx = runner.context_overview()
+    data = runner.context_report()
+    ctx, usage, diag = data["context"], data["usage"], data["loop"]
     window, estimate = ctx["window_tokens"], ctx["estimated_tokens"]
-    usage = runner.session.usage.model_dump()
-    diag = runner.get_loop_diagnostics()
-    show_cost = bool(getattr(getattr(config, "ui", None), "show_cost", True))
-    data = {
-        "model": runner.model_spec,
-        "workspace": str(runner.workspace),
-        "messages": len(runner.session.messages),
-        "context": ctx,
-        "usage": usage,
-        "loop": {"phase": diag.phase, "reason": diag.reason} if diag else None,
-        "last_verdict": runner.session.last_stop.verdict if runner.session.last_stop else None,
-        "task_state": ({"enabled": True, "revision": runner.tasks.revision, "notes": len(runner.tasks.notes),
-                        "actions": len(runner.tasks.actions)}
-                       if getattr(runner, "tasks", None) is not None else {"enabled": False}),
-        "evidence": {"enabled": bool(config and config.evidence.enabled),
-                     "recent": len(runner.session.evidence_recent),
-                     "unstored": sum(1 for r in runner.session.evidence_recent if not r.get("stored"))},
-    }
+    show_cost = runner.ui.show_cost
     parts = ctx["parts"]
     cost = usage.get("cost_usd")
     cost_text = ("" if not show_cost else f", cost ${cost:.4f}" if cost is not None
@@ -340,29 +323,23 @@ def _session(runner: Any, rest: str, line: str) -> SlashResult:
                                     usage="/session save [NAME]")
         name = names[0] if names else None
         if name is not None:
-            rows = runner.store.list() if runner.store else []
             try:
-                check_session_name(name, [r.id for r in rows])
+                runner.check_session_name(name)
             except SessionError as exc:
                 raise SlashCommandError(str(exc), usage="/session save [NAME]") from None
-            taken = [r.id for r in rows if r.name == name and r.id != runner.session_id]
-            if taken:
-                raise SlashCommandError(f"the name {name!r} is already used by session {taken[0]}; choose another "
-                                        "(names must stay unique so they can stand for an id)",
-                                        usage="/session save [NAME]")
         try:
             checkpoint = runner.save_checkpoint(name)
         except SessionError as exc:
             return _failed(line, exc.code.upper(), str(exc))
         path = runner.session_path
-        return SlashResult(command=line, result={"session_id": runner.session_id, "name": runner.session.name,
+        return SlashResult(command=line, result={"session_id": runner.session_id, "name": runner.session_name,
                                                  "path": str(path), "checkpoint": checkpoint.number},
                            text=f"saved session {runner.session_id}" + (f" as {name!r}" if name else "")
                            + f" to {path} (checkpoint {checkpoint.number})")
     if sub == "list":
         if remainder:
             raise SlashCommandError("/session list takes no arguments", usage="/session list")
-        rows = [r.model_dump() for r in runner.store.list()] if runner.store else []
+        rows = [r.model_dump() for r in runner.sessions()]
         text = "\n".join(f"{r['id']}  {r['updated_at'][:19]}  {r['last_verdict'] or '-':<17} "
                          f"{r['name'] or ''} {r['title'] or ''}".rstrip() for r in rows) or "no saved sessions"
         return SlashResult(command=line, result={"sessions": rows}, text=text)
@@ -371,14 +348,12 @@ def _session(runner: Any, rest: str, line: str) -> SlashResult:
         if runner.is_running:
             return _failed(line, "BUSY", "a run is active; wait for it to end or cancel it first")
         if not target:
-            rows = runner.store.list() if runner.store else []
+            rows = runner.sessions()
             text = "\n".join(f"{r.id}  {r.name or ''} {r.title or ''}".rstrip() for r in rows) or "no saved sessions"
             return SlashResult(command=line, result={"sessions": [r.model_dump() for r in rows]},
                                text="choose one with /session load ID:\n" + text)
-        if runner.store is None:
-            return _failed(line, "NO_STORE", "sessions are not saved in this run (--no-save)")
         try:
-            session_id = runner.store.resolve(target)
+            session_id = runner.resolve_session(target)
         except SessionError as exc:
             return _failed(line, exc.code.upper(), str(exc))
         return SlashResult(command=line, result={"session_id": session_id}, text=f"loading session {session_id}",
@@ -386,8 +361,6 @@ def _session(runner: Any, rest: str, line: str) -> SlashResult:
     if sub == "checkpoints":
         if remainder.strip():
             raise SlashCommandError("/session checkpoints takes no arguments", usage="/session checkpoints")
-        from amos.cli_checkpoints import checkpoint_rows_text
-
         rows = runner.list_checkpoints()
         return SlashResult(command=line, result={"checkpoints": [r.model_dump() for r in rows]},
                            text=checkpoint_rows_text(rows))
@@ -426,8 +399,7 @@ def _model(runner: Any, rest: str, line: str) -> SlashResult:
 def _tools(runner: Any, rest: str, line: str) -> SlashResult:
     if rest.strip():
         raise SlashCommandError("/tools takes no arguments", usage="/tools")
-    rows = [{"name": s.name, "effect": runner.tools.effect(s.name), "permission": runner.tools.permission(s.name)}
-            for s in runner.tools.specs()]
+    rows = runner.tools_report()
     text = "\n".join(f"{r['name']:<14} {r['effect']:<8} {r['permission']}" for r in rows)
     return SlashResult(command=line, result={"tools": rows}, text="tool           effect   permission\n" + text)
 
@@ -435,19 +407,13 @@ def _tools(runner: Any, rest: str, line: str) -> SlashResult:
 def _policy(runner: Any, rest: str, line: str) -> SlashResult:
     if rest.strip():
         raise SlashCommandError("/policy takes no arguments", usage="/policy")
-    config = runner.config
-    s = runner.settings
-    data = {
-        "loop_policy": config.loop_policy.model_dump(mode="json") if config and config.loop_policy else None,
-        "doom_loop": config.doom_loop.model_dump(mode="json") if config and config.doom_loop else None,
-        "verify": s.verify, "max_steps": s.max_steps, "token_budget": s.token_budget, "timeout_s": s.timeout_s,
-        "approvals_owner": s.approvals_owner, "policy_hash": s.policy_hash,
-    }
+    data = runner.policy_report()
     lines = [f"loop policy: {'configured' if data['loop_policy'] else 'none'}",
              f"doom loop: {'configured' if data['doom_loop'] else 'off'}",
-             f"completion check: {s.verify or 'none'}",
-             f"limits: max_steps {s.max_steps}, token_budget {s.token_budget or '-'}, timeout {s.timeout_s or '-'} s",
-             f"approvals owner: {s.approvals_owner or '- (pauses are WAITING_UNROUTED)'}",
+             f"completion check: {data['verify'] or 'none'}",
+             f"limits: max_steps {data['max_steps']}, token_budget {data['token_budget'] or '-'}, "
+             f"timeout {data['timeout_s'] or '-'} s",
+             f"approvals owner: {data['approvals_owner'] or '- (pauses are WAITING_UNROUTED)'}",
              _json_block(data)]
     return SlashResult(command=line, result=data, text="\n".join(lines))
 

@@ -109,10 +109,9 @@ def run(runner: Any, sub: str, rest: str) -> tuple[bool, dict[str, Any], str]:
     """
     from amos.tasks import TaskStateError
 
-    tasks = runner.tasks
     if not sub:
-        return True, {"revision": tasks.revision, "view": tasks.view()}, \
-            f"revision {tasks.revision}\n{tasks.view()}"
+        notes = runner.task_notes()
+        return True, {"revision": notes.revision, "view": notes.view}, f"revision {notes.revision}\n{notes.view}"
     operation = plan(sub, rest)
     try:
         runner.update_tasks(operation)
@@ -120,6 +119,7 @@ def run(runner: Any, sub: str, rest: str) -> tuple[bool, dict[str, Any], str]:
         return False, {"code": exc.code, "message": str(exc)}, f"{exc.code}: {exc}"
     except SessionError as exc:
         return False, {"code": f"SESSION_{exc.code.upper()}", "message": str(exc)}, str(exc)
-    unsaved = "" if runner.store is not None else " (not saved: --no-save)"
-    return True, {"revision": tasks.revision, "view": tasks.view()}, \
-        f"ok — revision {tasks.revision}{unsaved}\n{tasks.view()}"
+    notes = runner.task_notes()
+    unsaved = "" if runner.saves_sessions else " (not saved: --no-save)"
+    return True, {"revision": notes.revision, "view": notes.view}, \
+        f"ok — revision {notes.revision}{unsaved}\n{notes.view}"

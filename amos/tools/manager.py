@@ -142,6 +142,13 @@ class ToolManager:
             return "deny"
         return self._permissions.get(name, tool.default_permission)
 
+    def permission_source(self, name: str) -> str:
+        """Where :meth:`permission` of ``name`` comes from: ``tools.permissions.NAME``,
+        ``default`` (the tool's own) or ``unknown tool``."""
+        if name not in self._tools:
+            return "unknown tool"
+        return f"tools.permissions.{name}" if name in self._permissions else "default"
+
     # ------------------------------------------------------------ validation
 
     def validate(self, call: ToolCallPart) -> ToolArgs:

@@ -1,9 +1,9 @@
 """The amos TUI: a Textual app over the runner's host API.
 
 Presentation only (DESIGN.md rule 1): the app opens a runner with
-:func:`amos.host.open_runner`, sends prompts with ``AgentRunner.run``, runs slash
-commands with :func:`amos.slash.execute_line`, answers approvals with
-``AgentRunner.answer_approval`` and renders the :mod:`amos.events` it gets back.
+:func:`amos.engine.open_host`, sends prompts with ``Host.run``, runs typed lines
+with :func:`amos.slash.run_line`, answers approvals with
+``Host.answer_approval`` and renders the :mod:`amos.events` it gets back.
 Runs are consumed in a Textual worker so the event loop is never blocked and the
 input stays usable; Ctrl+C (or Esc twice) cancels a run, which then ends with a
 ``user_abort`` stop receipt like any other run (spec/stop-receipts.md).
@@ -11,7 +11,6 @@ input stays usable; Ctrl+C (or Esc twice) cancels a run, which then ends with a
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import time
@@ -27,6 +26,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Static
 
+from amos.engine import Opened, RunOptions, StopReceipt
 from amos.errors import AmosError, SlashCommandError
 from amos.events import (
     ApprovalRequested,
@@ -39,9 +39,15 @@ from amos.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from amos.host import Opened, RunOptions, open_runner
-from amos.policy.stop import StopReceipt
-from amos.slash import COMMANDS, CustomCommand, custom_commands, execute_line, parse_line
+from amos.slash import (
+    COMMANDS,
+    CustomCommand,
+    LineOutcome,
+    custom_commands,
+    execute_line,
+    parse_line,
+    run_line,
+)
 from amos.tui.app_sessions import TERMINATE_GRACE_S, SessionControl  # noqa: F401 - re-exported
 from amos.tui.screens.approval import ApprovalAnswer, ApprovalScreen
 from amos.tui.screens.confirm_quit import ConfirmQuitScreen
@@ -81,9 +87,9 @@ class AmosApp(SessionControl, App[int]):
     """The interactive front end of one runner (one session at a time).
 
     Args:
-        runner: an opened ``AgentRunner`` (from :func:`amos.host.open_runner`); the app
+        runner: an opened :class:`~amos.engine.Host` (from :func:`amos.engine.open_host`); the app
             does not close it — :func:`run_tui` does, or the test that opened it.
-        opened: what ``open_runner`` prepared besides the runner (demo mode, warnings).
+        opened: what ``open_host`` prepared besides the host (demo mode, warnings).
         options: the options the runner was opened with; ``/session load`` reopens
             with them (config, ``--yes``, ``--no-save``). Optional in tests.
 
@@ -195,22 +201,19 @@ class AmosApp(SessionControl, App[int]):
                 self._start(events)
 
     async def _show_history(self) -> None:
-        session = self.runner.session
-        if session.messages:
-            await self.conversation.show_history(session.messages, summarize=self._summarize)
-        if session.last_stop is not None:
-            await self.conversation.add_receipt(session.last_stop)
+        runner = self.runner
+        messages = runner.messages()
+        if messages:
+            await self.conversation.show_history(list(messages), summarize=self._summarize)
+        if runner.last_receipt is not None:
+            await self.conversation.add_receipt(runner.last_receipt)
 
     def _summarize(self, call: Any) -> str:
         return self.runner.summarize_call(call)
 
     def _find_call(self, call_id: str) -> Any:
         """The session's tool call with ``call_id`` (an expanded tool block shows its arguments)."""
-        for message in reversed(self.runner.session.messages):
-            for call in message.tool_calls:
-                if call.call_id == call_id:
-                    return call
-        return None
+        return self.runner.find_call(call_id)
 
     # ------------------------------------------------------------------ status and notices
 
@@ -221,21 +224,22 @@ class AmosApp(SessionControl, App[int]):
     def _refresh_status(self, *, panel: bool = True) -> None:
         """Redraw the status bar (and, unless ``panel`` is False, the side panel if shown)."""
         runner = self.runner
-        last = runner.session.last_stop
+        last = runner.last_receipt
+        usage = runner.usage
         verdict = last.verdict if last is not None else None
         elapsed = time.monotonic() - self._run_started if self._busy else None
         self.query_one(StatusBar).status = Status(
-            model=runner.model_spec, session_id=runner.session_id, session_name=runner.session.name,
+            model=runner.model_spec, session_id=runner.session_id, session_name=runner.session_name,
             workspace=str(runner.workspace), state=self._state, step=self._step, max_steps=self._max_steps,
             last_verdict=verdict, elapsed_s=elapsed, frame=self._frame,
-            tokens_in=runner.session.usage.input_tokens, tokens_out=runner.session.usage.output_tokens,
-            cost_usd=runner.session.usage.cost_usd if self._show_cost() else None,
+            tokens_in=usage.input_tokens, tokens_out=usage.output_tokens,
+            cost_usd=usage.cost_usd if self._show_cost() else None,
             phase=status_phase(self._state, self._phase, verdict), saved=self._saves.marker(runner))
         if panel:
             self._schedule_panel()
 
     def _show_cost(self) -> bool:
-        return bool(getattr(getattr(self.runner.config, "ui", None), "show_cost", True))
+        return self.runner.ui.show_cost
 
     def _tick(self) -> None:
         """Advance the spinner and the elapsed time while a run is active (liveness)."""
@@ -330,14 +334,13 @@ class AmosApp(SessionControl, App[int]):
             result = execute_line(self.runner, "/help").result
         except AmosError:
             result = {"commands": [{"usage": c.usage, "summary": c.summary} for c in COMMANDS.values()]}
-        ui = getattr(self.runner.config, "ui", None)
         self.push_screen(HelpScreen(HelpContent.from_help_result(
-            result, theme=self.theme, config_theme=str(getattr(ui, "theme", "") or ""),
+            result, theme=self.theme, config_theme=str(self.runner.ui.theme or ""),
             multiline=isinstance(self.prompt_input, TextArea))))
 
     async def _apply_theme(self) -> None:
         """Use ``ui.theme`` from the config; an unknown name keeps the default and says so."""
-        name = getattr(getattr(self.runner.config, "ui", None), "theme", None)
+        name = self.runner.ui.theme
         if not name or name == self.theme:
             return
         if name in self.available_themes:
@@ -384,20 +387,27 @@ class AmosApp(SessionControl, App[int]):
         self._show_hint(message.text)
 
     async def on_prompt_input_submitted(self, event: PromptInput.Submitted) -> None:
-        """Enter: a slash command runs now; a prompt starts a run (refused while one is active)."""
+        """Enter: a slash command runs now; a prompt (or a custom command's prompt) starts
+        a run, refused while one is active (the line then stays in the input)."""
         event.stop()
         line = event.value
         if not line.strip():
             return
-        parsed = parse_line(line)
-        if parsed.kind == "command":
-            await self._run_command(line)
-            return
-        if self._busy:
-            self.show_notice_line(BUSY_NOTICE, "warning", transient=True)
+        try:
+            outcome = run_line(self.runner, line, start=False)
+        finally:
+            if parse_line(line).kind == "command":
+                self._reload_customs()
+        if outcome.kind == "run":
+            if self._busy:
+                self.show_notice_line(BUSY_NOTICE, "warning", transient=True)
+                return
+            self._take_line(line)
+            assert outcome.prompt is not None
+            await self.send_prompt(outcome.prompt)
             return
         self._take_line(line)
-        await self.send_prompt(parsed.text)
+        await self._show_command(outcome)
 
     def _take_line(self, line: str) -> None:
         self.prompt_input.remember(line)
@@ -418,54 +428,26 @@ class AmosApp(SessionControl, App[int]):
         await self.conversation.add_prompt(prompt)
         self._start(events)
 
-    async def _compact(self, line: str, instructions: str | None) -> None:
-        """``/compact`` in a worker: the model writes the summary while the app stays usable."""
-        from amos.slash.commands import compact_result
-
+    async def _show_command(self, outcome: LineOutcome) -> None:
+        """Show what a slash command did, and do what it asks of the app."""
         conv = self.conversation
-        try:
-            result = compact_result(line, await self.runner.compact(instructions))
-        except AmosError as exc:
-            await conv.add_notice(str(exc), "error")
-            return
-        await conv.add_command_output(result.text, result.result, ok=result.ok, command=line)
-        if result.ok and self._autosave():
-            try:
-                self.runner.save()
-            except AmosError as exc:
-                await conv.add_notice(f"not saved: {exc}", "error")
-        self._refresh_status()
-
-    async def _run_command(self, line: str) -> None:
-        """Run a slash command; a custom command's prompt starts a run like a typed prompt."""
-        conv = self.conversation
-        try:
-            result = execute_line(self.runner, line)
-        except AmosError as exc:
-            self._take_line(line)
-            await conv.add_prompt(line)
+        line = outcome.line
+        await conv.add_prompt(line)
+        if outcome.kind == "error":
+            exc = outcome.error
             usage = exc.usage if isinstance(exc, SlashCommandError) else None
             await conv.add_notice(f"{exc}; usage: {usage}" if usage else str(exc), "error")
             return
-        finally:
-            self._reload_customs()
-        if result.action == "prompt" and result.action_arg is not None:
-            if self._busy:  # like a typed prompt: refused, and the line stays in the input
-                self.show_notice_line(BUSY_NOTICE, "warning", transient=True)
-                return
-            self._take_line(line)
-            await self.send_prompt(result.action_arg)
+        result = outcome.result
+        assert result is not None
+        if outcome.finish is not None:  # /compact: the model writes the summary in a worker
+            await conv.add_notice(result.text)
+            self.run_worker(self._finish_command(outcome), group="compact")
             return
-        self._take_line(line)
-        await conv.add_prompt(line)
         if result.action == "clear":
             await conv.clear()
         elif result.action == "quit":
             await self.quit_app(save=True)
-            return
-        elif result.action == "compact":
-            await conv.add_notice(result.text)
-            self.run_worker(self._compact(line, result.action_arg or None), group="compact")
             return
         elif self._wants_picker(line, result):
             self.pick_session(result.result["sessions"])
@@ -480,11 +462,24 @@ class AmosApp(SessionControl, App[int]):
         if isinstance(result.result, dict):  # /help: command files that were skipped, and why
             for warning in result.result.get("custom_warnings") or []:
                 await conv.add_notice(warning, "warning")
-        if result.save and self._autosave():
-            try:
-                self.runner.save()
-            except AmosError as exc:
-                await conv.add_notice(f"not saved: {exc}", "error")
+        if outcome.save_error is not None:
+            await conv.add_notice(f"not saved: {outcome.save_error}", "error")
+        self._refresh_status()
+
+    async def _finish_command(self, outcome: LineOutcome) -> None:
+        """Await a long command (``/compact``) while the app stays usable, then show it."""
+        conv = self.conversation
+        assert outcome.finish is not None
+        try:
+            done = await outcome.finish()
+        except AmosError as exc:
+            await conv.add_notice(str(exc), "error")
+            return
+        result = done.result
+        assert result is not None
+        await conv.add_command_output(result.text, result.result, ok=result.ok, command=outcome.line)
+        if done.save_error is not None:
+            await conv.add_notice(f"not saved: {done.save_error}", "error")
         self._refresh_status()
 
     # ------------------------------------------------------------------ custom commands
@@ -609,7 +604,10 @@ class AmosApp(SessionControl, App[int]):
         call = f"{request.tool} {call_detail(request.tool, request.summary)}".rstrip()
         self.show_notice_line(f"approval needed: {call} · y once · s for this session · n deny with a reason "
                               "· Esc deny", "approval", transient=True)
-        screen = ApprovalScreen(request, self.runner.workspace)
+        runner = self.runner
+        preview = ((lambda: runner.preview_call(request.tool, request.arguments))
+                   if runner.previews(request.tool) else None)
+        screen = ApprovalScreen(request, runner.workspace, preview)
         self._approval = screen
 
         async def answered(answer: ApprovalAnswer | None) -> None:
@@ -691,7 +689,9 @@ def run_tui(options: RunOptions) -> int:
         AmosError: the runner could not be opened (bad config, unknown or busy
             session…); the CLI prints it as one line.
     """
-    runner, opened = open_runner(options)
+    from amos.engine import open_host
+
+    runner, opened = open_host(options)
     app = AmosApp(runner, opened, options=options)
     opened_digest = session_digest(runner)
     problem = None
@@ -711,8 +711,7 @@ def run_tui(options: RunOptions) -> int:
 
 def session_digest(runner: Any) -> str:
     """A digest of the runner's session as it is now (whatever it holds but its save time)."""
-    data = runner.session.model_dump_json(exclude={"updated_at"})
-    return hashlib.sha256(data.encode("utf-8", errors="replace")).hexdigest()
+    return runner.state_digest()
 
 
 def save_on_exit(runner: Any, opened_digest: str | None = None) -> str | None:
@@ -731,7 +730,7 @@ def save_on_exit(runner: Any, opened_digest: str | None = None) -> str | None:
         None, or one line saying why the session could not be saved.
     """
     try:
-        if not runner.autosave or not runner.session.messages:
+        if not runner.autosave or not runner.messages():
             return None
         if opened_digest is not None and session_digest(runner) == opened_digest:
             return None

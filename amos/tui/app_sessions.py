@@ -11,8 +11,8 @@ import asyncio
 import signal
 from typing import Any
 
+from amos.engine import RunOptions
 from amos.errors import AmosError
-from amos.host import RunOptions, open_runner
 from amos.slash import parse_line
 from amos.tui.screens.confirm_quit import ConfirmQuitScreen
 from amos.tui.screens.session_picker import SessionPickerScreen
@@ -84,7 +84,9 @@ class SessionControl:
         try:
             # Opened on the event loop's thread: the session lock is a thread-local
             # FileLock, so it must be acquired on the thread that releases it.
-            runner, opened = open_runner(options)
+            from amos.engine import open_host
+
+            runner, opened = open_host(options)
         except AmosError as exc:
             await conv.add_notice(str(exc), "error")
             if reload:  # the old runner let go of the lock for the reopen: take it back
@@ -118,7 +120,7 @@ class SessionControl:
 
         async def answered(quit_now: bool | None) -> None:
             if quit_now:
-                await self.quit_app(save=bool(self.runner.session.messages))
+                await self.quit_app(save=bool(self.runner.messages()))
             else:
                 self.show_notice_line("")
 
@@ -151,7 +153,7 @@ class SessionControl:
         """
         self.terminated = True
         self.set_timer(TERMINATE_GRACE_S, lambda: self.exit(0))
-        await self.quit_app(save=bool(self.runner.session.messages))
+        await self.quit_app(save=bool(self.runner.messages()))
         if not self._busy:  # a failed save leaves the app open; a signal must not
             self.exit(0)
 

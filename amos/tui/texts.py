@@ -1,8 +1,9 @@
 """Sentences the TUI says about the session as a whole: the demo banner, what was
 resumed, and the line printed after the app exits.
 
-They read only the runner's host API (``session_id``, ``session``, ``store`` via
-``autosave``/``session_path``), so they are plain functions, easy to test.
+They read only the host API (``session_id``, ``session_name``, ``session_title``,
+``saves_sessions``, ``session_path``, ``autosave``, ``change_signature``), so they are
+plain functions, easy to test.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def session_label(runner: Any) -> str:
     Args:
         runner: the ``AgentRunner``.
     """
-    name = runner.session.name
+    name = runner.session_name
     return f"{name} ({runner.session_id})" if name else runner.session_id
 
 
@@ -43,8 +44,8 @@ def resumed_notice(runner: Any, verb: str = "resumed") -> str:
         verb: ``resumed`` (``--session``) or ``loaded`` (``/session load``).
     """
     text = f"{verb} session {session_label(runner)}"
-    title = runner.session.title
-    if title and not runner.session.name:
+    title = runner.session_title
+    if title and not runner.session_name:
         text += f": {title}"
     return text
 
@@ -61,20 +62,20 @@ def exit_message(runner: Any) -> str:
         the session file exists; otherwise why it was not saved (``--no-save``, or
         nothing was sent). It fits 80 columns unless the name is long.
     """
-    if runner.store is None:
+    if not runner.saves_sessions:
         return f"session {runner.session_id} not saved (--no-save)"
     path = runner.session_path
     if path is None or not Path(path).exists():
         return f"session {runner.session_id} not saved: nothing was sent"
-    name = f"session {runner.session.name}" if runner.session.name else "session"
+    name = f"session {runner.session_name}" if runner.session_name else "session"
     return f"{name} saved — reopen with: amos --session {runner.session_id}"
 
 
 class SaveTracker:
     """Whether the session has changes that are not on disk (the status bar's marker).
 
-    Kept simple and honest, from the host API only (``session``, ``tasks``,
-    ``model_spec``, ``autosave``, ``session_path``):
+    Kept simple and honest, from the host API only (``change_signature``,
+    ``autosave``, ``session_path``):
 
     - with autosave, every run is journalled as it happens and saved when it ends,
       so the session is ``saved`` once its file exists;
@@ -96,14 +97,7 @@ class SaveTracker:
     @staticmethod
     def signature(runner: Any) -> tuple[Any, ...]:
         """What a change to the session changes (see the class docstring)."""
-        session = runner.session
-        try:
-            revision = runner.tasks.revision if getattr(runner, "tasks", None) is not None else None
-        except Exception:  # noqa: BLE001 - a destroyed notebook
-            revision = None
-        last = session.last_stop
-        return (len(session.messages), session.name, runner.model_spec, session.usage.model_calls, revision,
-                (last.execution_id, last.ended_at) if last is not None else None)
+        return runner.change_signature()
 
     def marker(self, runner: Any) -> str | None:
         """``saved``, ``unsaved`` or None (nothing changed and nothing saved yet).

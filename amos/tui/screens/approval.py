@@ -5,7 +5,7 @@ Pushed when the runner emits ``ApprovalRequested`` (spec/stop-receipts.md
 tool, its declared effect, what it would do and the full arguments:
 
 - ``write_file`` / ``edit_file``: a unified diff against the file in the workspace
-  now (:func:`amos.tui.diffs.call_diff`, computed in a worker thread so a large file
+  now (the host's ``preview_call``, computed in a worker thread so a large file
   never freezes the app), with a note when the file cannot be diffed or the call will
   fail;
 - ``run_command``: the command line, prominently, and where it runs;
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -32,9 +33,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
+from amos.engine import FileDiff
 from amos.events import ApprovalRequested
 from amos.safe_text import capped, printable
-from amos.tui.diffs import DIFF_TOOLS, FileDiff, call_diff
 from amos.tui.screens.once import DismissOnce
 from amos.tui.widgets.tool_line import call_detail
 
@@ -99,7 +100,7 @@ def arguments_text(arguments: Any, in_diff: frozenset[str] = frozenset()) -> Tex
 
 
 def diff_text(diff: FileDiff) -> Text:
-    """A :class:`~amos.tui.diffs.FileDiff` as coloured text (added green, removed red).
+    """A ``FileDiff`` (the host's preview) as coloured text (added green, removed red).
 
     Args:
         diff: the diff to show.
@@ -156,8 +157,9 @@ class ApprovalScreen(DismissOnce, ModalScreen[ApprovalAnswer]):
 
     Args:
         request: the ``ApprovalRequested`` event to decide.
-        workspace: the runner's workspace; ``write_file``/``edit_file`` diffs are
-            computed against it (None: no diff, the arguments only).
+        workspace: the host's workspace (named for ``run_command``), or None.
+        preview: computes the call's diff (the host's ``preview_call``; run in a worker
+            thread), or None when the call has none (the arguments only).
 
     Attributes:
         diff: the computed diff once the worker finished (None before, and for
@@ -172,16 +174,18 @@ class ApprovalScreen(DismissOnce, ModalScreen[ApprovalAnswer]):
     ]
     CSS_PATH = Path(__file__).with_suffix(".tcss")
 
-    def __init__(self, request: ApprovalRequested, workspace: Path | None = None) -> None:
+    def __init__(self, request: ApprovalRequested, workspace: Path | None = None,
+                 preview: Callable[[], FileDiff | None] | None = None) -> None:
         super().__init__()
         self.request = request
         self.workspace = workspace
+        self.preview = preview
         self.diff: FileDiff | None = None
 
     @property
     def wants_diff(self) -> bool:
-        """True when this call gets a diff (a file-writing tool and a workspace)."""
-        return self.workspace is not None and self.request.tool in DIFF_TOOLS
+        """True when this call gets a diff (the host previews a file-writing call)."""
+        return self.preview is not None
 
     def compose(self) -> ComposeResult:
         """Title, effect, the diff or command, the arguments, the choices, the reason input."""
@@ -229,9 +233,9 @@ class ApprovalScreen(DismissOnce, ModalScreen[ApprovalAnswer]):
     @work(thread=True, exclusive=True, group="diff", exit_on_error=False)
     def _compute_diff(self) -> None:
         """Read the file and diff it off the event loop; show the result when done."""
-        assert self.workspace is not None
+        assert self.preview is not None
         try:
-            diff = call_diff(self.request.tool, self.request.arguments, self.workspace)
+            diff = self.preview()
         except Exception as exc:  # noqa: BLE001 - a display helper must never cost the decision
             path = self.request.arguments.get("path") if isinstance(self.request.arguments, dict) else None
             diff = FileDiff(str(path), note=f"the diff could not be computed ({type(exc).__name__}: {exc})")

@@ -24,7 +24,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Collapsible, Static
 
-from amos.policy.stop import verdict_glyph
+from amos.render import verdict_glyph
 from amos.slash import parse_line
 
 CSS_PATH = Path(__file__).with_suffix(".tcss")

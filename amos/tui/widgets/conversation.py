@@ -31,8 +31,8 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Collapsible, Static
 
+from amos.engine import StopReceipt
 from amos.messages import Message, ToolCallPart
-from amos.policy.stop import StopReceipt
 from amos.safe_text import printable
 from amos.tui.widgets.assistant import AssistantText
 from amos.tui.widgets.command_output import CommandOutput

@@ -14,7 +14,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from amos.policy.stop import StopReceipt, verdict_glyph
+from amos.engine import StopReceipt
+from amos.render import verdict_glyph
 
 CSS_PATH = Path(__file__).with_suffix(".tcss")
 

@@ -43,7 +43,6 @@ EVIDENCE_SHOWN = 5
 NOTES_SHOWN = 12
 """How many task notes the panel lists before saying how many more there are."""
 _NOTE_CHARS = 140
-_CATEGORY_ORDER = ("objective", "constraint", "decision", "question", "artifact")
 FOOTER = "F2 hides this panel · F1 help"
 
 
@@ -108,7 +107,7 @@ class LoopData:
 
 @dataclass(frozen=True)
 class EvidenceRow:
-    """One evidence receipt (``runner.session.evidence_recent``).
+    """One evidence receipt (``Host.evidence_recent()``).
 
     Attributes:
         tool: the tool whose outcome it is.
@@ -197,17 +196,13 @@ class PanelData:
 # ---------------------------------------------------------------------------- reading the host API
 
 
-def _task_data(tasks: Any) -> TaskData | None:
-    if tasks is None:
+def _task_data(notes: Any) -> TaskData | None:
+    """The host's task notes view (``Host.task_notes()``) as the panel's rows."""
+    if notes is None:
         return None
-    try:
-        notes = sorted(tasks.notes, key=lambda n: (_CATEGORY_ORDER.index(n.category)
-                                                   if n.category in _CATEGORY_ORDER else 99))
-        rows = tuple(NoteRow(id=n.id, category=n.category, text=n.text, status=n.status,
-                             confirmed=n.authority == "host") for n in notes)
-        return TaskData(revision=tasks.revision, notes=rows, actions=len(tasks.actions))
-    except Exception:  # noqa: BLE001 - a destroyed notebook: show its revision only
-        return TaskData(revision=getattr(tasks, "revision", 0))
+    rows = tuple(NoteRow(id=n.id, category=n.category, text=n.text, status=n.status, confirmed=n.confirmed)
+                 for n in notes.notes)
+    return TaskData(revision=notes.revision, notes=rows, actions=notes.actions)
 
 
 def _loop_data(diag: Any) -> LoopData | None:
@@ -223,18 +218,17 @@ def _loop_data(diag: Any) -> LoopData | None:
 
 
 def panel_data(runner: Any) -> PanelData:
-    """Read what the panel shows from the runner's host API (nothing else).
+    """Read what the panel shows from the host API (nothing else).
 
-    Uses ``tasks`` (``revision``, ``notes``, ``actions``), ``get_loop_diagnostics()``,
-    ``evidence_enabled`` and ``session.evidence_recent``, ``context_overview()``,
-    ``session.usage`` and ``config.ui.show_cost``. Never raises for a figure it cannot
-    read: that section says so instead.
+    Uses ``task_notes()``, ``get_loop_diagnostics()``, ``evidence_enabled`` and
+    ``evidence_recent()``, ``context_overview()``, ``usage`` and ``ui.show_cost``. Never
+    raises for a figure it cannot read: that section says so instead.
 
     Args:
-        runner: the ``AgentRunner``.
+        runner: the :class:`~amos.engine.Host`.
     """
     evidence = None
-    recent = list(runner.session.evidence_recent) if runner.evidence_enabled else []
+    recent = runner.evidence_recent() if runner.evidence_enabled else []
     if runner.evidence_enabled:
         evidence = tuple(EvidenceRow(tool=str(r.get("tool", "?")), status=str(r.get("status", "?")),
                                      id=r.get("id"), stored=bool(r.get("stored")),
@@ -249,15 +243,14 @@ def panel_data(runner: Any) -> PanelData:
                               compactable=int(ctx.get("compactable_tokens", 0)))
     except Exception as exc:  # noqa: BLE001 - the panel reports, it never breaks the app
         context_error = f"{type(exc).__name__}: {exc}"
-    usage = runner.session.usage
-    show_cost = bool(getattr(getattr(runner.config, "ui", None), "show_cost", True))
+    usage = runner.usage
     return PanelData(
-        task=_task_data(getattr(runner, "tasks", None)),
+        task=_task_data(runner.task_notes()),
         loop=_loop_data(runner.get_loop_diagnostics()),
         evidence=evidence, evidence_total=len(recent),
         context=context, context_error=context_error,
         usage=UsageData(tokens_in=usage.input_tokens, tokens_out=usage.output_tokens, cached=usage.cached_tokens,
-                        calls=usage.model_calls, cost_usd=usage.cost_usd, show_cost=show_cost))
+                        calls=usage.model_calls, cost_usd=usage.cost_usd, show_cost=runner.ui.show_cost))
 
 
 # ---------------------------------------------------------------------------- drawing sections

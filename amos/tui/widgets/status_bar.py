@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from amos.policy.stop import phase_for, verdict_glyph
+from amos.render import phase_for, verdict_glyph
 
 CSS_PATH = Path(__file__).with_suffix(".tcss")
 
@@ -103,7 +103,7 @@ def status_phase(state: str, announced: str | None, last_verdict: str | None) ->
     While a run is active: ``input-needed`` when it waits for an approval,
     ``recovering`` when the latest phase-announcing ``Notice`` of the run said so
     (``amos.events.Notice.phase``), else ``running``. Once it ended: the phase its
-    loop diagnostics end in (:func:`amos.policy.stop.phase_for` of the last
+    loop diagnostics end in (:func:`amos.render.phase_for` of the last
     verdict: ``complete``, ``input-needed`` or ``stopped``), so the bar and
     ``/context loop`` agree.
 

@@ -37,22 +37,10 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from amos.messages import ToolCallPart
+from amos.render import STATUS_GLYPHS
 from amos.safe_text import printable
 
 CSS_PATH = Path(__file__).with_suffix(".tcss")
-
-STATUS_GLYPHS = {
-    "running": "◌",
-    "approval": "⏸",
-    "succeeded": "✓",
-    "failed": "✗",
-    "denied": "⊘",
-    "blocked": "⊘",
-    "cancelled": "■",
-    "timed_out": "⏱",
-    "not_started": "·",
-}
-"""Glyph of each tool status (the statuses of spec/tools.md plus ``running`` and ``approval``)."""
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 """Frames of the glyph of a running call."""

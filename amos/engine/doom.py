@@ -1,0 +1,115 @@
+"""The doom-loop gate: the ladder's view of every request, turn and call.
+
+spec/doom-loop-behaviour.md §8. Before a request, an armed ``stop`` verdict stops the
+run (cause ``doom_loop``) and queued steer messages are delivered as host feedback.
+A round's checked calls are declared before any is scored; a call is scored when it
+passed the permission gate (``observe``/``steer``/``escalate`` let it run with a
+notice; ``block`` and ``stop`` refuse it), and once ``stop`` fired every later call of
+the round is refused (the run is *halted*). A turn's text is scored when the turn
+ends. The escalation model, when latched, is taken for the next request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from amos.doom_guard import DoomLoopGuard, doom_notice
+from amos.engine.calls import PlannedCall
+from amos.engine.gates import Decision, Gate, RoundControl
+from amos.engine.state import RunState
+from amos.engine.transcript import Transcript
+from amos.events import Notice
+from amos.messages import Message
+
+STEER_PREFIX = "[amos host: doom-loop steer] "
+
+
+class DoomGate(Gate):
+    """The doom-loop ladder as a gate (second in the gate order).
+
+    Args:
+        guard: the session's doom-loop state (:class:`~amos.doom_guard.DoomLoopGuard`).
+        transcript: where steer messages are delivered.
+    """
+
+    name = "doom_loop"
+
+    def __init__(self, guard: DoomLoopGuard, transcript: Transcript):
+        self.guard = guard
+        self.transcript = transcript
+
+    def halt_message(self) -> str | None:
+        """Why every call is refused now (an armed stop), else None."""
+        verdict = self.guard.stop_verdict
+        return f"blocked: the doom-loop ladder stopped the run: {verdict.message}" if verdict else None
+
+    def stop_if_armed(self, run: RunState) -> bool:
+        """Stop the run when the ladder's ``stop`` is armed; True when it stopped."""
+        verdict = self.guard.stop_verdict
+        if verdict is None:
+            return False
+        run.stop("doom_loop", "doom_loop", f"the doom-loop ladder stopped the run: {verdict.message}",
+                 {"doom_loop": verdict.to_dict()})
+        return True
+
+    async def before_request(self, run: RunState) -> None:
+        if self.stop_if_armed(run):
+            return
+        for message in self.guard.take_steer():
+            self.transcript.append(Message.user(f"{STEER_PREFIX}{message}", kind="feedback"))
+
+    def new_user_turn(self) -> None:
+        """A fresh prompt clears an armed stop (spec §8 "stop")."""
+        self.guard.new_user_turn()
+
+    def take_escalation(self) -> str | None:
+        """The model the next request must run on (an escalation), else None."""
+        return self.guard.take_escalation()
+
+    def score_text(self, run: RunState, text: str) -> None:
+        """Score a finished turn's text (a notice when the ladder reacts)."""
+        verdict = self.guard.score_text(text)
+        if verdict is not None:
+            run.emit(Notice(level="warning", text=doom_notice(verdict)))
+
+    def round_declared(self, run: RunState, calls: Sequence[PlannedCall]) -> None:
+        pairs = []
+        for call in calls:
+            if call.permission == "deny":
+                continue
+            key = call.loop_key
+            if key.exempt:
+                continue
+            if key.declared is None:
+                self.guard.monitor.warn_undeclarable(run.record.steps, key.declare_error or ValueError("?"))
+                continue
+            pairs.append((call.tool_name, key.declared))
+        self.guard.declare_fingerprints(run.record.steps, pairs)
+        halt = self.halt_message()
+        if halt is not None:
+            run.halted = halt
+
+    async def admit(self, run: RunState, call: PlannedCall, round: RoundControl) -> Decision | None:
+        halt = self.halt_message()
+        if halt is not None:
+            return Decision.refuse("blocked", halt)
+        key = call.loop_key
+        if key.exempt or key.scored is None:
+            return None
+        verdict, duplicate = self.guard.score_fingerprint(call.tool_name, key.scored, run.record.steps)
+        if verdict is None:
+            return None
+        if not duplicate:
+            run.emit(Notice(level="warning", text=doom_notice(verdict)))
+        if self.guard.stop_verdict is not None:
+            run.halted = self.halt_message()
+        if verdict.action in ("block", "stop"):
+            return Decision.refuse("blocked", f"blocked by the doom-loop ladder: {verdict.message}")
+        return None
+
+    def run_finishing(self, run: RunState) -> None:
+        self.transcript.session.doom_loop = self.guard.state()
+
+    def diagnostics(self) -> dict:
+        """The doom-loop part of the loop diagnostics."""
+        return self.guard.diagnostics()

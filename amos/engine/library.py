@@ -1,0 +1,264 @@
+"""Saved sessions and stored evidence, without opening a run: ``amos sessions …`` and
+``amos evidence …`` (spec/cli.md).
+
+:class:`Library` is the host API of the commands that manage what is on disk: list,
+show, export, delete, checkpoints, restore and repair sessions; list, read, prune and
+rebuild evidence. It reads the layered config for the store locations, returns plain
+values (with the warnings met while loading, as return values), and holds a session's
+run lock whenever it writes, so it never races a running amos.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from amos.checkpoints import CheckpointInfo
+from amos.config_models import AmosConfig
+from amos.engine.opening import load_host_config, open_store
+from amos.engine.options import RunOptions
+from amos.errors import SessionError
+from amos.session_store import SessionStore
+from amos.sessions import Session, SessionSummary
+
+
+@dataclass
+class Loaded:
+    """A session read from disk, and what was repaired or recovered while reading it."""
+
+    session: Session
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Restored:
+    """What ``amos sessions restore`` did.
+
+    Attributes:
+        session_id: the session.
+        restored: the checkpoint number restored.
+        undo_checkpoint: the checkpoint holding the state before (restore it to undo).
+        messages: messages of the restored session.
+        warnings: problems met while loading.
+    """
+
+    session_id: str
+    restored: int
+    undo_checkpoint: int
+    messages: int
+    warnings: list[str] = field(default_factory=list)
+
+
+class Library:
+    """The session store and evidence store a config points at.
+
+    Build with :meth:`open`.
+
+    Args:
+        config: the loaded config.
+        store: its session store.
+    """
+
+    def __init__(self, config: AmosConfig, store: SessionStore):
+        self.config = config
+        self.store = store
+        self._evidence: Any = None
+
+    @classmethod
+    def open(cls, config_path: Path | None = None) -> tuple[Library, list[str]]:
+        """The library of the config at ``config_path`` (else the layered default).
+
+        Returns:
+            ``(library, config warnings)``.
+
+        Raises:
+            ConfigError: an unreadable or invalid config file.
+        """
+        config, warnings = load_host_config(RunOptions(config_path=config_path))
+        return cls(config, open_store(config)), warnings
+
+    def _taken(self) -> list[str]:
+        warnings = list(self.store.warnings)
+        self.store.warnings.clear()
+        return warnings
+
+    @contextmanager
+    def _locked(self, session_id: str) -> Iterator[None]:
+        lock = self.store.lock(session_id)
+        try:
+            yield
+        finally:
+            self.store.close_journal(session_id)
+            lock.release()
+
+    # ------------------------------------------------------------------ sessions
+
+    def sessions(self) -> list[SessionSummary]:
+        """Saved sessions, newest first; one that cannot be read is listed with ``broken``."""
+        return self.store.list()
+
+    def resolve(self, id_or_name: str) -> str:
+        """The id of a session given by id, name, unique id prefix or ``latest``.
+
+        Raises:
+            SessionError: ``not_found``.
+        """
+        return self.store.resolve(id_or_name)
+
+    def load(self, id_or_name: str) -> Loaded:
+        """Read one session (its journal replayed).
+
+        Raises:
+            SessionError: ``not_found``, ``corrupt``, ``too_new``.
+        """
+        session = self.store.load(id_or_name)
+        return Loaded(session, self._taken())
+
+    def delete(self, id_or_name: str) -> str:
+        """Delete a session folder; returns its id.
+
+        Raises:
+            SessionError: ``not_found``, or ``busy`` while a run holds it.
+        """
+        return self.store.delete(id_or_name)
+
+    def run_receipts(self, session_id: str) -> list[Any]:
+        """Stop receipts of the session's earlier runs, from its journal (the session file
+        keeps only the latest); a receipt that does not validate is skipped."""
+        from pydantic import ValidationError
+
+        from amos.journal import read_journal, run_receipts
+        from amos.policy.stop import StopReceipt
+
+        try:
+            entries = read_journal(self.store.journal_path(session_id)).entries
+        except SessionError:
+            return []
+        receipts = []
+        for data in run_receipts(entries):
+            try:
+                receipts.append(StopReceipt.model_validate(data))
+            except ValidationError:
+                continue
+        return receipts
+
+    def export(self, id_or_name: str, fmt: str) -> tuple[str, list[str]]:
+        """A session as Markdown (``md``, every run's receipt included) or its JSON (``json``).
+
+        Returns:
+            ``(text, warnings)``.
+
+        Raises:
+            SessionError: as :meth:`load`.
+        """
+        from amos.session_export import export_json, export_markdown
+
+        loaded = self.load(id_or_name)
+        session = loaded.session
+        text = (export_markdown(session, receipts=self.run_receipts(session.id)) if fmt == "md"
+                else export_json(session) + "\n")
+        return text, loaded.warnings
+
+    def checkpoints(self, id_or_name: str) -> tuple[str, list[CheckpointInfo]]:
+        """``(session id, its checkpoints oldest first)``.
+
+        Raises:
+            SessionError: ``not_found``.
+        """
+        resolved = self.store.resolve(id_or_name)
+        return resolved, self.store.checkpoints_of(resolved).list()
+
+    def restore(self, id_or_name: str, number: int) -> Restored:
+        """Restore a session to checkpoint ``number`` (the current state is checkpointed first).
+
+        Raises:
+            SessionError: ``not_found``, ``busy``, ``corrupt``, ``write_failed``.
+        """
+        resolved = self.store.resolve(id_or_name)
+        with self._locked(resolved):
+            current = self.store.load(resolved)
+            restored = self.store.restore(current, number, keep=int(self.config.sessions.max_checkpoints))
+        return Restored(resolved, number, current.last_checkpoint, len(restored.messages), self._taken())
+
+    def repair(self, id_or_name: str) -> tuple[str, Any]:
+        """Rebuild an unreadable session from its newest good checkpoint plus its journal.
+
+        Returns:
+            ``(session id, RepairResult)``.
+
+        Raises:
+            SessionError: ``not_found``, ``busy``, or nothing can rebuild it.
+        """
+        resolved = self.store.resolve(id_or_name)
+        lock = self.store.lock(resolved)
+        try:
+            return resolved, self.store.repair(resolved)
+        finally:
+            lock.release()
+
+    # ------------------------------------------------------------------ evidence
+
+    def evidence(self) -> Any:
+        """The configured evidence store (opened on first use).
+
+        Raises:
+            EvidenceError / ConfigError: the store cannot be opened.
+        """
+        if self._evidence is None:
+            from amos.evidence import open_evidence_store
+
+            self._evidence = open_evidence_store(self.config)
+        return self._evidence
+
+    def evidence_session(self, value: str | None) -> str | None:
+        """The session id a ``--session`` value names (kept as given when the session is
+        gone: its evidence outlives it)."""
+        if value is None:
+            return None
+        try:
+            return self.store.resolve(value)
+        except SessionError:
+            return value
+
+    def evidence_page(self, *, session: str | None = None, after: str | None = None, limit: int = 100) -> Any:
+        """One page of evidence metadata (``EvidencePage``), optionally of one session."""
+        return self.evidence().list(after, limit, session_id=self.evidence_session(session))
+
+    def evidence_orphaned(self) -> bool:
+        """True when record files exist that the index does not list (``rebuild`` finds them)."""
+        records = getattr(self.evidence(), "records_dir", None)
+        return records is not None and records.is_dir() and any(records.iterdir())
+
+    def evidence_reference(self, id_or_ref: str) -> Any:
+        """The reference a record id or a reference's JSON names.
+
+        Raises:
+            EvidenceError: unknown id or an invalid reference.
+        """
+        from amos.evidence import coerce_reference
+
+        text = id_or_ref.strip()
+        return coerce_reference(text) if text.startswith("{") else self.evidence().get_reference(text)
+
+    def evidence_bytes(self, ref: Any) -> bytes:
+        """A record's exact stored JSON, verified (size and SHA-256) first."""
+        return self.evidence().read_bytes(ref)
+
+    def evidence_chunk(self, ref: Any, offset: int, limit: int | None) -> Any:
+        """A verified chunk of a record (``EvidenceChunk``; offsets in code points)."""
+        store = self.evidence()
+        return store.read_text_chunk(ref, offset, limit or store.max_record_bytes)
+
+    def evidence_prune(self, older_than_days: float | None, session: str | None) -> int:
+        """Delete records past ``evidence.ttl_days`` (no arguments), older ones, or a session's."""
+        store = self.evidence()
+        if older_than_days is None and session is None:
+            return store.prune_expired()
+        return store.prune(older_than_days, self.evidence_session(session))
+
+    def evidence_rebuild(self) -> dict[str, Any]:
+        """Rebuild the scope's index from its record files; the store's report."""
+        return self.evidence().rebuild_index()

@@ -1,0 +1,420 @@
+"""Opening a host: config, session, model, workspace and tools from the options.
+
+This is where flags, the session's host section and the config meet (spec/cli.md:
+"flags given again override" the settings a session remembers; "Choosing the model":
+``--model``/``--script`` > session > config ``model`` > nothing, with no silent
+fallback). Each step is one small function; :func:`open_host` runs them in order and
+wires the collaborators (:class:`~amos.engine.engine.Engine`) into a
+:class:`~amos.engine.host.Host`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from amos import paths
+from amos.config_models import AmosConfig
+from amos.context import build_system_prompt
+from amos.doom_guard import DoomLoopGuard
+from amos.engine.binding import SessionBinding
+from amos.engine.completion import Completion
+from amos.engine.context_budget import ContextBudget
+from amos.engine.engine import Engine
+from amos.engine.evidence import EvidenceRecorder
+from amos.engine.finish import RunEnd
+from amos.engine.gates import Gate
+from amos.engine.host import Host
+from amos.engine.masking import Masker
+from amos.engine.model import ModelSlot
+from amos.engine.options import (
+    NO_MODEL_HELP,
+    Opened,
+    RunOptions,
+    copy_demo_workspace,
+    demo_script_path,
+    demo_verify_command,
+)
+from amos.engine.permissions import Approvals
+from amos.engine.settings import RunSettings
+from amos.engine.tasks import Instructions
+from amos.engine.transcript import Transcript
+from amos.errors import AmosError, ConfigError, UsageError
+from amos.policy.loop_policy import LoopPolicy
+from amos.providers import secret_values
+from amos.redact import strip_url_secrets
+from amos.session_store import SessionStore
+from amos.sessions import HostSettings, Session
+
+
+def load_host_config(options: RunOptions) -> tuple[AmosConfig, list[str]]:
+    """Load the layered config for these options.
+
+    Raises:
+        ConfigError: an unreadable or invalid config file.
+    """
+    from amos.config import load_config
+
+    config_path = options.config_path
+    if config_path is not None and not config_path.is_absolute():
+        config_path = options.cwd / config_path
+    loaded = load_config(config_path=config_path, cwd=options.cwd)
+    return loaded.config, list(loaded.warnings)
+
+
+def open_store(config: AmosConfig) -> SessionStore:
+    """The session store the config points at."""
+    return SessionStore(paths.sessions_dir(config))
+
+
+def policy_hash(config: AmosConfig) -> str:
+    """``sha256:`` of the loop policy and doom-loop config in force (receipts' ``policy``)."""
+    from amos.policy.canonical import fingerprint_key_material
+
+    data = {
+        "loop_policy": config.loop_policy.model_dump(mode="json") if config.loop_policy else None,
+        "doom_loop": config.doom_loop.model_dump(mode="json") if config.doom_loop else None,
+    }
+    return "sha256:" + fingerprint_key_material(data)
+
+
+@dataclass
+class _Choice:
+    """What the options, the session and the config decided together."""
+
+    model: str
+    demo: bool
+    workspace: Path
+    flag_verify: str | None
+    verify: str | None
+    max_steps: int
+    base_url: str | None
+
+
+# ---------------------------------------------------------------------------- steps
+
+
+def _open_session(store: SessionStore, options: RunOptions, opened: Opened) -> tuple[Session, Any]:
+    """The session to run (resumed and locked, or new) and its lock (None for a new one)."""
+    if options.session is None:
+        return store.create(), None
+    if not options.session.strip():
+        raise UsageError("--session needs a session id, a name or 'latest'")
+    session_id = store.resolve(options.session)
+    lock = store.lock(session_id)
+    try:
+        session = store.load(session_id)
+    except AmosError:
+        lock.release()
+        raise
+    opened.warnings.extend(store.warnings)  # a recovered journal, a torn last line…
+    store.warnings.clear()
+    return session, lock
+
+
+def _remembered_config(options: RunOptions, session: Session, config: AmosConfig,
+                       opened: Opened) -> AmosConfig:
+    """The config file the session was run with, when no ``--config`` is given now."""
+    if options.config_path is not None or not session.host.config_path:
+        return config
+    remembered, warnings = load_host_config(RunOptions(config_path=Path(session.host.config_path), cwd=options.cwd))
+    opened.warnings = warnings + [w for w in opened.warnings if w not in warnings]
+    return remembered
+
+
+def _is_utf8(text: str) -> bool:
+    """False when ``text`` holds undecodable bytes (lone surrogates from the OS)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _choose(options: RunOptions, session: Session, config: AmosConfig, opened: Opened) -> _Choice:
+    """Model, demo mode, workspace, completion check, step cap and base URL."""
+    host, cwd = session.host, options.cwd
+    demo = options.demo
+    model = options.model or host.model or (str(config.model) if config.model else None)
+    if options.demo:
+        model = options.model or f"scripted:{demo_script_path()}"
+    if model is None:
+        if options.require_model:
+            raise UsageError(NO_MODEL_HELP)
+        demo = True
+        model = f"scripted:{demo_script_path()}"
+    if demo and options.workspace is None and not options.session:
+        opened.demo_workspace = copy_demo_workspace()
+        workspace = opened.demo_workspace
+    elif options.workspace is not None:
+        workspace = options.workspace if options.workspace.is_absolute() else cwd / options.workspace
+    elif host.workspace:
+        workspace = Path(host.workspace)
+    else:
+        workspace = Path(config.workspace)
+        if not workspace.is_absolute():
+            workspace = cwd / workspace
+    workspace = workspace.expanduser().resolve()
+    if not str(workspace).isascii() and not _is_utf8(str(workspace)):
+        raise UsageError(f"workspace path {str(workspace)!r} is not valid UTF-8; choose a folder with a UTF-8 name")
+    if not workspace.is_dir():
+        raise UsageError(f"workspace {workspace} is not a folder; pass --workspace DIR")
+    opened.demo = demo
+    if options.verify is not None and (not options.verify.strip() or not _is_utf8(options.verify)):
+        raise UsageError("--verify needs a command (non-blank UTF-8 text) that exits 0 when the work is done")
+    # Only --verify is remembered by the session; the config's completion.command is
+    # read afresh every time, so editing the config takes effect on the next run.
+    flag_verify = options.verify if options.verify is not None else host.verify
+    if demo and options.verify is None and opened.demo_workspace is not None:
+        flag_verify = demo_verify_command()
+    verify = flag_verify
+    if verify is None and config.loop_policy and config.loop_policy.completion:
+        verify = config.loop_policy.completion.command
+    max_steps = options.max_steps or host.max_steps or config.run.max_steps
+    if max_steps < 1:
+        raise UsageError(f"--max-steps must be at least 1 (got {max_steps})")
+    if model.startswith("scripted:"):
+        from amos.providers import parse_model_spec
+
+        parse_model_spec(model)
+        model = "scripted:" + str((cwd / model[len("scripted:"):]).resolve())
+    return _Choice(model=model, demo=demo, workspace=workspace, flag_verify=flag_verify, verify=verify,
+                   max_steps=int(max_steps), base_url=options.base_url or host.base_url)
+
+
+def _key_variables(config: AmosConfig) -> set[str]:
+    names = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"}
+    for pconf in (config.providers.openai, config.providers.anthropic, config.providers.google,
+                  config.providers.openai_compatible):
+        if pconf.api_key_env:
+            names.add(pconf.api_key_env)
+    return names
+
+
+def _provider_factory(config: AmosConfig, choice: _Choice, session: Session, cwd: Path) -> Callable[[str], Any]:
+    from amos.providers import create_provider
+
+    def factory(spec: str) -> Any:
+        return create_provider(spec, config=config, base_url=choice.base_url, state=session.provider_state, cwd=cwd)
+
+    return factory
+
+
+def _check_escalation(config: AmosConfig, factory: Callable[[str], Any]) -> None:
+    escalation = config.doom_loop.escalation if config.doom_loop else None
+    if escalation is not None and escalation.model:
+        try:
+            factory(escalation.model)
+        except AmosError as exc:
+            raise ConfigError(f"escalation model is not usable: {exc}", json_path="doom_loop.escalation.model") from None
+
+
+def _task_state(config: AmosConfig, session: Session) -> Any:
+    """The session's task notebook when ``task_state.enabled`` (else None).
+
+    The whole snapshot is validated before anything in the session changes.
+
+    Raises:
+        ConfigError: the snapshot belongs to another owner, scope or task, or is
+            invalid (``TASK_STATE_SCOPE`` / ``TASK_STATE_INVALID``); with evidence
+            enabled, the task owner differs from the evidence owner.
+    """
+    if not config.task_state.enabled:
+        return None
+    from amos.evidence.model import local_user_name
+    from amos.tasks import TaskState, TaskStateError, binding_from_config
+
+    binding = binding_from_config(config.task_state, session_id=session.id, local_user=local_user_name())
+    if config.evidence.enabled:
+        owner = config.evidence.scope.owner_id or local_user_name()
+        if owner != binding["scope"].owner_id:
+            raise ConfigError(f"the task owner {binding['scope'].owner_id!r} must match the evidence owner "
+                              f"{owner!r}", json_path="task_state.owner_id")
+    try:
+        tasks = TaskState.restore(session.task_state, **binding)
+    except TaskStateError as exc:
+        hint = ""
+        if exc.code == "TASK_STATE_CAPACITY":
+            hint = (" — the saved notebook is larger than this config allows; raise task_state.max_entries / "
+                    "max_prompt_tokens / max_snapshot_bytes to open it")
+        error = ConfigError(f"{exc.code}: session {session.id}: {exc}{hint}", json_path="task_state")
+        error.code = exc.code  # --json reports TASK_STATE_SCOPE / _INVALID / _CAPACITY
+        raise error from None
+    needed = tasks.view_tokens()
+    if needed > tasks.limits.max_prompt_tokens:
+        raise ConfigError(f"task_state.max_prompt_tokens {tasks.limits.max_prompt_tokens} is smaller than the task "
+                          f"view needs (~{needed} tokens even now); raise it", json_path="task_state.max_prompt_tokens")
+    return tasks
+
+
+def _evidence_capture(config: AmosConfig, session: Session) -> Any:
+    """Evidence capture when ``evidence.enabled`` (else None).
+
+    Raises:
+        ConfigError: the session's records belong to another evidence scope (nothing
+            is changed; the session must be opened with the config that created it).
+    """
+    if not config.evidence.enabled:
+        return None
+    from amos.evidence import open_evidence_store
+    from amos.evidence.capture import EvidenceCapture
+
+    store = open_evidence_store(config)
+    scope = {"owner_id": store.scope.owner_id, "namespace": store.scope.namespace,
+             "tenant_id": store.scope.tenant_id}
+    if session.evidence_scope is not None and session.evidence_scope != scope:
+        raise ConfigError(f"session {session.id} keeps its evidence in scope {session.evidence_scope}, but the "
+                          f"config gives {scope}; open it with the config that created it",
+                          json_path="evidence.scope")
+    session.evidence_scope = scope
+    return EvidenceCapture(store, secrets=secret_values(config), identity=dict(scope), session_id=session.id,
+                           project_threshold_bytes=int(config.evidence.project_threshold_bytes))
+
+
+def _tool_manager(config: AmosConfig, choice: _Choice, opened: Opened, extra_tools: list) -> Any:
+    from amos.tools import ToolContext, ToolManager, builtin_tools
+    from amos.tools.command import child_env
+
+    env = child_env(os.environ, _key_variables(config))
+    if choice.demo:
+        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    permissions = dict(config.tools.permissions)
+    if choice.demo and opened.demo_workspace is not None:
+        permissions.update({"write_file": "allow", "edit_file": "allow", "run_command": "allow"})
+    return ToolManager(
+        builtin_tools() + extra_tools, permissions=permissions,
+        context=ToolContext(workspace=choice.workspace, command_timeout_s=float(config.tools.command_timeout_s),
+                            max_output_bytes=int(config.tools.max_output_bytes), env=env))
+
+
+def _loop_policy(config: AmosConfig, tools: Any) -> LoopPolicy | None:
+    if config.loop_policy is None:
+        return None
+    policy = LoopPolicy.from_config(config.loop_policy)
+    try:
+        policy.check_tools({spec.name: tools.effect(spec.name) for spec in tools.specs()})
+    except ValueError as exc:
+        raise ConfigError(str(exc), json_path="loop_policy") from None
+    return policy
+
+
+def _settings(config: AmosConfig, options: RunOptions, choice: _Choice, loop_policy: LoopPolicy | None) -> RunSettings:
+    policy = config.loop_policy
+    return RunSettings(
+        max_steps=choice.max_steps,
+        token_budget=config.run.token_budget,
+        timeout_s=float(config.run.timeout_s) if config.run.timeout_s else None,
+        verify=choice.verify,
+        verify_timeout_s=float(policy.completion.timeout_s) if policy and policy.completion else 120.0,
+        approvals_owner=config.approvals.owner,
+        approvals_deadline_s=float(config.approvals.deadline_s),
+        auto_approve=options.yes,
+        interactive=options.interactive,
+        policy_hash=policy_hash(config),
+        loop_policy=loop_policy,
+        autosave=bool(config.sessions.autosave) or not options.interactive,
+        secrets=secret_values(config),
+    )
+
+
+def _remember_host(session: Session, options: RunOptions, choice: _Choice) -> None:
+    host = session.host
+    session.host = HostSettings(
+        model=choice.model, base_url=strip_url_secrets(choice.base_url), workspace=str(choice.workspace),
+        config_path=str((options.cwd / options.config_path).resolve()) if options.config_path else host.config_path,
+        verify=choice.flag_verify, max_steps=options.max_steps or host.max_steps,
+        checker_pins=dict(host.checker_pins))
+
+
+def wire(*, config: AmosConfig, settings: RunSettings, session: Session, binding: SessionBinding,
+         model: ModelSlot, tools: Any, workspace: Path, capture: Any, tasks: Any,
+         extra_gates: list[Gate] | None = None) -> Engine:
+    """Wire the collaborators of one session into an :class:`Engine`.
+
+    Args:
+        config: the loaded config.
+        settings: limits and approval routing.
+        session: the session to run.
+        binding: its store and lock.
+        model: the model in force.
+        tools: the tool manager.
+        workspace: the workspace root.
+        capture: evidence capture, or None.
+        tasks: the task notebook, or None.
+        extra_gates: gates to add after the built-in ones (see :mod:`amos.engine.gates`).
+    """
+    autosave = binding.saved and settings.autosave
+    masker = Masker(settings.secrets)
+    transcript = Transcript(session, binding, journalled=autosave)
+    instructions = Instructions(build_system_prompt(workspace, config.system_prompt), tasks, transcript, binding)
+    env = dict(tools.context.env)
+    return Engine(
+        config=config, settings=settings, workspace=workspace, env=env, transcript=transcript, binding=binding,
+        model=model, tools=tools, masker=masker, instructions=instructions,
+        context=ContextBudget(config.context, transcript, model, tools, instructions, binding, capture, masker,
+                              autosave=autosave),
+        evidence=EvidenceRecorder(capture, transcript, binding, autosave=autosave),
+        completion=Completion(settings, workspace, env, transcript),
+        approvals=Approvals(),
+        run_end=RunEnd(settings, transcript, binding, instructions, autosave=autosave),
+        doom_guard=DoomLoopGuard.from_config(config.doom_loop, session.doom_loop) if config.doom_loop else None,
+        extra_gates=list(extra_gates or []),
+    )
+
+
+def open_host(options: RunOptions, *, extra_gates: list[Gate] | None = None) -> tuple[Host, Opened]:
+    """Build a host for these options, holding the session's lock.
+
+    Args:
+        options: what the front end asked for.
+        extra_gates: gates added after the built-in ones (see ``docs/architecture.md``
+            "Add a gate").
+
+    Returns:
+        ``(Host, Opened)``.
+
+    Raises:
+        ConfigError: invalid config, script or missing API key (exit 2).
+        UsageError: no model chosen with ``require_model``, or a bad flag value.
+        SessionError: the session is unknown, corrupt or busy.
+    """
+    config, warnings = load_host_config(options)
+    store = open_store(config)
+    opened = Opened(warnings=warnings)
+    session, lock = _open_session(store, options, opened)
+    try:
+        config = _remembered_config(options, session, config, opened)
+        choice = _choose(options, session, config, opened)
+        factory = _provider_factory(config, choice, session, options.cwd)
+        provider = factory(choice.model)
+        _check_escalation(config, factory)
+        capture = _evidence_capture(config, session)
+        extra_tools: list = []
+        if capture is not None:
+            from amos.evidence.tools import evidence_tools
+
+            # capture.known is the EvidenceRecorder's lookup over the current session.
+            extra_tools = evidence_tools(capture.store, lambda record_id: capture.known(record_id))
+        tasks = _task_state(config, session)
+        tools = _tool_manager(config, choice, opened, extra_tools)
+        settings = _settings(config, options, choice, _loop_policy(config, tools))
+        _remember_host(session, options, choice)
+        if lock is None and not options.no_save:
+            lock = store.lock(session.id)
+        binding = SessionBinding(None if options.no_save else store, lock,
+                                 max_checkpoints=int(config.sessions.max_checkpoints))
+        engine = wire(config=config, settings=settings, session=session, binding=binding,
+                      model=ModelSlot(provider, choice.model, factory), tools=tools, workspace=choice.workspace,
+                      capture=capture, tasks=tasks, extra_gates=extra_gates)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        if opened.demo_workspace is not None:
+            shutil.rmtree(opened.demo_workspace, ignore_errors=True)
+        raise
+    return Host(engine), opened

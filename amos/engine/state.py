@@ -1,0 +1,82 @@
+"""The state of one execution while the loop runs (:class:`RunState`).
+
+One object per execution, handed to every collaborator and gate hook. It owns what
+the execution has done so far (its :class:`~amos.sessions.ExecutionRecord`, the calls
+of the current turn and which of them were answered or are running), the one place
+a stop cause is recorded (:meth:`RunState.stop`: the first cause wins, recorded where
+it happened — spec/stop-receipts.md "Causes"), and the event outlet front ends read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from amos.events import RunEvent
+from amos.messages import ToolCallPart, Usage
+from amos.sessions import ExecutionRecord, PendingApproval
+
+END = object()
+"""Put on an execution's event queue after its last event."""
+
+
+@dataclass
+class RunState:
+    """Mutable state of one execution.
+
+    Attributes:
+        record: what the execution did so far (saved with an approval pause).
+        resumed: True for an execution continued by ``Host.resume``.
+        cause / reason / detail / stop_condition: the recorded stop (None cause: running).
+        open_calls: the tool calls of the latest turn (each must get a result).
+        answered: call ids of ``open_calls`` that got a result.
+        running: call ids being executed right now.
+        pending: the approval pause this execution ends in, if any.
+        usage_at_start: the record's usage when this run began (a resume continues it).
+        turn_model: model spec of the current model call (an escalation model may differ).
+        finish_detail: the provider's refusal text or detail of the latest turn.
+        halted: set by a gate (the doom-loop ladder's stop) when every later call of
+            the round must be refused instead of run or asked about.
+        started_monotonic: ``time.monotonic()`` when the run began (seconds).
+    """
+
+    record: ExecutionRecord
+    resumed: bool = False
+    cause: str | None = None
+    reason: str = ""
+    detail: str = ""
+    stop_condition: dict[str, Any] | None = None
+    open_calls: list[ToolCallPart] = field(default_factory=list)
+    answered: set[str] = field(default_factory=set)
+    running: set[str] = field(default_factory=set)
+    pending: PendingApproval | None = None
+    usage_at_start: Usage = field(default_factory=Usage)
+    turn_model: str = ""
+    finish_detail: str | None = None
+    halted: str | None = None
+    started_monotonic: float = field(default_factory=time.monotonic)
+    queue: asyncio.Queue | None = field(default=None, repr=False)
+    _emit: Callable[[RunEvent], None] | None = field(default=None, repr=False)
+
+    @property
+    def execution_id(self) -> str:
+        """The execution's id."""
+        return self.record.execution_id
+
+    @property
+    def stopped(self) -> bool:
+        """True once a stop cause was recorded."""
+        return self.cause is not None
+
+    def stop(self, cause: str, reason: str, detail: str, condition: dict[str, Any] | None = None) -> None:
+        """Record the stop cause (the first recorded cause wins; later ones are ignored)."""
+        if self.cause is None:
+            self.cause, self.reason, self.detail, self.stop_condition = cause, reason, detail, condition
+
+    def emit(self, event: RunEvent) -> None:
+        """Send an event to the front end (journalled first, except text deltas)."""
+        assert self._emit is not None, "the run has no event outlet"
+        self._emit(event)

@@ -1,0 +1,204 @@
+"""One round of tool calls: plan, pass the gates, dispatch, record (spec/tools.md).
+
+The round reads top to bottom:
+
+1. every call of the model's turn is planned (:class:`~amos.engine.calls.PlannedCall`);
+2. every gate sees the round declared;
+3. each call, in the model's order, passes the gates (permission → doom loop →
+   loop-policy admission, then any extra gate). A gate may refuse it (it gets a
+   ``denied``/``blocked`` outcome and does not run), hold it and the rest of the turn
+   for a person (the run stops WAITING), or stop the run. Once a gate *halted* the run
+   (the doom-loop ladder's stop), every later call is refused unasked;
+4. a call that passed runs: reads with permission ``allow`` run concurrently in
+   groups, everything else one at a time in the order given. Before a refusal, a
+   question to a person or a stop, the reads waiting in the group run first, so
+   results keep the model's order of cause and effect;
+5. every outcome is recorded (:class:`OutcomeRecorder`): masked, stored as evidence,
+   appended to the transcript, shown to every gate, announced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from amos.engine.calls import CallPlanner, PlannedCall
+from amos.engine.evidence import EvidenceRecorder
+from amos.engine.gates import Gate, RoundControl
+from amos.engine.masking import Masker, clean_text
+from amos.engine.permissions import PermissionGate
+from amos.engine.state import RunState
+from amos.engine.transcript import Transcript
+from amos.events import Notice, ToolCallFinished, ToolCallStarted
+from amos.messages import Message, ToolCallPart, ToolResultPart
+from amos.policy.stop import LoopObservation
+from amos.tools.base import OutcomeStatus, ToolOutcome
+from amos.tools.manager import ToolManager
+
+
+class OutcomeRecorder:
+    """Records every tool outcome the same way, whatever ended the call.
+
+    Args:
+        tools: the tool manager (outcomes for calls that never ran).
+        transcript: where the tool result is appended.
+        evidence: evidence capture (the projection replaces a large result).
+        masker: secrets masked in every outcome.
+        gates: every gate of the run (each sees each outcome).
+    """
+
+    def __init__(self, tools: ToolManager, transcript: Transcript, evidence: EvidenceRecorder, masker: Masker,
+                 gates: Sequence[Gate]):
+        self.tools = tools
+        self.transcript = transcript
+        self.evidence = evidence
+        self.masker = masker
+        self.gates = gates
+
+    def refuse(self, run: RunState, call: PlannedCall, status: OutcomeStatus, text: str,
+               completion: str | None = None) -> None:
+        """Record an outcome for a call that did not run (or whose run was cut short)."""
+        outcome = self.tools.outcome_for(call.call, run.execution_id, status, text)
+        if completion is not None:
+            outcome = outcome.model_copy(update={"completion": completion})
+        self.record(run, call, outcome)
+
+    def record(self, run: RunState, call: PlannedCall, outcome: ToolOutcome) -> None:
+        """Mask, keep as evidence, append to the transcript, show the gates, announce."""
+        run.running.discard(call.call_id)
+        run.answered.add(call.call_id)
+        outcome = self.masker.outcome(outcome)
+        content = clean_text(outcome.content)
+        fields, projection, problem = self.evidence.record(call, outcome)
+        if problem is not None:
+            run.emit(Notice(level="error", text=problem))
+        if projection is not None:
+            content = clean_text(projection)
+        result = ToolResultPart(call_id=call.call_id, tool_name=call.tool_name, content=content,
+                                is_error=outcome.status != "succeeded", status=outcome.status, **fields)
+        self.transcript.append(Message.tool_result(result))
+        rec = run.record
+        row: dict[str, Any] = {"call_id": call.call_id, "tool": call.tool_name, "status": outcome.status,
+                               "evidence_id": result.evidence_id}
+        if result.evidence_error:
+            row["evidence_error"] = result.evidence_error
+        rec.tool_calls.append(row)
+        rec.observations.append(LoopObservation(tool=call.tool_name, call_id=call.call_id,
+                                                effect=outcome.effect, status=outcome.status))
+        if outcome.status == "succeeded" and outcome.effect in ("write", "unknown"):
+            rec.effect_succeeded = True
+        for gate in self.gates:
+            gate.observed(run, call, outcome)
+        run.emit(ToolCallFinished(
+            call_id=call.call_id, tool=call.tool_name, summary=call.summary, status=outcome.status,
+            duration_s=round(outcome.duration_s, 3), error=clean_text(outcome.error) if outcome.error else None,
+            content=content, evidence_id=result.evidence_id))
+
+
+class ToolRound:
+    """Runs the rounds of one execution.
+
+    Args:
+        tools: the tool manager (execution).
+        planner: plans each call once.
+        gates: the gates in order (the permission gate first).
+        permissions: the permission gate (it builds an approval pause).
+        recorder: records outcomes.
+    """
+
+    def __init__(self, tools: ToolManager, planner: CallPlanner, gates: Sequence[Gate],
+                 permissions: PermissionGate, recorder: OutcomeRecorder):
+        self.tools = tools
+        self.planner = planner
+        self.gates = gates
+        self.permissions = permissions
+        self.recorder = recorder
+
+    async def run(self, run: RunState, calls: Sequence[ToolCallPart]) -> bool:
+        """Run one round of tool calls.
+
+        Returns:
+            True when the run stopped (an approval pause, or a gate stopping it).
+        """
+        planned = [self.planner.plan(call) for call in calls]
+        for gate in self.gates:
+            gate.round_declared(run, planned)
+        reads: list[PlannedCall] = []
+
+        async def flush() -> None:
+            await self._flush(run, reads)
+
+        control = RoundControl(flush=flush, calls=planned)
+        for index, call in enumerate(planned):
+            if run.halted is not None and not (call.valid and call.permission == "deny"):
+                await flush()
+                self.recorder.refuse(run, call, "blocked", run.halted)
+                continue
+            decision = None
+            for gate in self.gates:
+                decision = await gate.admit(run, call, control)
+                if decision is not None:
+                    break
+            if decision is None:
+                if call.valid and call.permission == "allow" and call.effect == "read":
+                    reads.append(call)
+                else:
+                    await flush()
+                    await self._run_one(run, call)
+                continue
+            await flush()
+            if decision.kind == "refuse":
+                self.recorder.refuse(run, call, decision.status, decision.text)
+            elif decision.kind == "hold":
+                self.permissions.pause(run, planned[index:])
+                return True
+            else:
+                return True
+        await flush()
+        return False
+
+    async def _flush(self, run: RunState, reads: list[PlannedCall]) -> None:
+        if not reads:
+            return
+        batch = list(reads)
+        reads.clear()
+        if len(batch) == 1:
+            await self._run_one(run, batch[0])
+            return
+        for call in batch:
+            self._started(run, call)
+        outcomes = await asyncio.gather(*(self.tools.execute(c.call, run.execution_id) for c in batch))
+        for call, outcome in zip(batch, outcomes, strict=True):
+            self.recorder.record(run, call, outcome)
+
+    async def _run_one(self, run: RunState, call: PlannedCall) -> None:
+        self._started(run, call)
+        outcome = await self.tools.execute(call.call, run.execution_id)
+        self.recorder.record(run, call, outcome)
+
+    def _started(self, run: RunState, call: PlannedCall) -> None:
+        run.running.add(call.call_id)
+        run.emit(ToolCallStarted(call_id=call.call_id, tool=call.tool_name, summary=call.summary,
+                                 effect=call.effect))
+
+    # ------------------------------------------------------------------ calls left open
+
+    def close_open_calls(self, run: RunState) -> None:
+        """Give every call of the last turn without a result one, so history stays valid
+        for every provider (a cancelled running write's completion is ``unknown``)."""
+        if run.pending is not None:
+            return
+        interrupted = run.cause in ("user_abort", "timeout")
+        why = {"user_abort": "the run was cancelled by the user",
+               "timeout": "the run's time limit expired"}.get(run.cause or "", "the run stopped")
+        for call in run.open_calls:
+            if call.call_id in run.answered:
+                continue
+            was_running = call.call_id in run.running
+            planned = self.planner.plan(call)
+            text = (f"cancelled: {why} while this call was running" if was_running
+                    else f"not run: {why} before this call started")
+            status: OutcomeStatus = "cancelled" if interrupted else "not_started"
+            completion = "unknown" if was_running and planned.effect != "read" else None
+            self.recorder.refuse(run, planned, status, text, completion)
