@@ -17,8 +17,8 @@ from amos.policy.stop import ApprovalInfo
 from amos.sessions import ExecutionRecord, HeldCall, PendingApproval
 
 
-def call_fingerprint(call: ToolCallPart) -> str:
-    """Identity of a call (tool + arguments) for "never ask the same question twice".
+def legacy_call_fingerprint(call: ToolCallPart) -> str:
+    """The identity denials were recorded under before amos 0.2 (sessions saved earlier).
 
     Returns:
         SHA-256 hex of ``tool_name + "\\n" + sorted-key JSON of the arguments`` (the raw
@@ -29,6 +29,28 @@ def call_fingerprint(call: ToolCallPart) -> str:
     else:
         body = call.raw_arguments
     return hashlib.sha256(f"{call.tool_name}\n{body}".encode()).hexdigest()
+
+
+def rekey_denials(denied: Mapping[str, str], calls: Iterable[ToolCallPart]) -> dict[str, str]:
+    """``denied`` with every entry recorded under a call's legacy fingerprint moved to its
+    one identity (:func:`amos.policy.canonical.call_identity`), so a paused execution
+    saved before the identities were unified still denies the same call again unasked.
+
+    Args:
+        denied: identity (or legacy fingerprint) → the denial text.
+        calls: the session's tool calls (any of them may be the denied one).
+    """
+    from amos.policy.canonical import call_identity
+
+    legacy = {legacy_call_fingerprint(c): c for c in calls}
+    moved: dict[str, str] = {}
+    for key, text in denied.items():
+        call = legacy.get(key)
+        if call is not None:
+            args = call.raw_arguments if call.raw_arguments is not None else call.arguments
+            key = call_identity(call.tool_name, args) or key
+        moved[key] = text
+    return moved
 
 
 def new_pause(

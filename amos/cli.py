@@ -82,24 +82,23 @@ def main_callback(
                                           help="Print the version and exit.")] = False,
 ) -> None:
     """Start the interactive TUI, or run a subcommand."""
+    from amos.cli_flags import RunFlags
+
+    flags = RunFlags(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
+                     session=session, max_steps=max_steps, verify=verify, yes=yes, no_save=no_save, verbose=verbose)
     if ctx.invoked_subcommand is not None:
-        given = [name for name, value in (
-            ("--config", config), ("--model", model), ("--base-url", base_url), ("--script", script),
-            ("--workspace", workspace), ("--session", session), ("--max-steps", max_steps),
-            ("--verify", verify), ("--yes", yes), ("--no-save", no_save), ("--verbose", verbose)) if value]
+        given = flags.given()
         if given:
             typer.echo(f"amos: {given[0]} goes after the subcommand: "
                        f"amos {ctx.invoked_subcommand} {given[0]} …", err=True)
             raise typer.Exit(2)
         return
-    from amos.cli_run import build_options, setup_logging
+    from amos.cli_run import setup_logging
     from amos.errors import AmosError
 
     setup_logging(verbose)
     try:
-        options = build_options(config=config, model=model, base_url=base_url, script=script,
-                                workspace=workspace, session=session, max_steps=max_steps, verify=verify,
-                                yes=yes, no_save=no_save, interactive=True, require_model=False)
+        options = flags.options(interactive=True, require_model=False)
         from amos.tui.app import run_tui
 
         code = run_tui(options)
@@ -142,12 +141,12 @@ def run_command(
       echo "summarise README.md" | amos run --script my-script.json
       amos run --session latest "/context loop" --json
     """
+    from amos.cli_flags import RunFlags
     from amos.cli_run import cli_run
 
-    raise typer.Exit(cli_run(
-        prompt=prompt, demo=demo, config=config, model=model, base_url=base_url, script=script,
-        workspace=workspace, session=session, max_steps=max_steps, verify=verify, yes=yes,
-        no_save=no_save, json_out=json_out, quiet=quiet, verbose=verbose))
+    flags = RunFlags(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
+                     session=session, max_steps=max_steps, verify=verify, yes=yes, no_save=no_save, verbose=verbose)
+    raise typer.Exit(cli_run(prompt=prompt, demo=demo, flags=flags, json_out=json_out, quiet=quiet))
 
 
 @app.command("resume")
@@ -183,13 +182,13 @@ def resume_command(
       amos resume my-session --deny call_2_0 --reason "do not touch setup.py"
       amos resume latest --all --json
     """
+    from amos.cli_flags import RunFlags
     from amos.cli_run import cli_resume
 
-    raise typer.Exit(cli_resume(
-        session_id=session_id, approve=approve or [], deny=deny or [], reason=reason, approve_all=approve_all,
-        config=config, model=model, base_url=base_url, script=script, workspace=workspace,
-        max_steps=max_steps, verify=verify, yes=yes, no_save=no_save, json_out=json_out, quiet=quiet,
-        verbose=verbose))
+    flags = RunFlags(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
+                     max_steps=max_steps, verify=verify, yes=yes, no_save=no_save, verbose=verbose)
+    raise typer.Exit(cli_resume(session_id=session_id, approve=approve or [], deny=deny or [], reason=reason,
+                                approve_all=approve_all, flags=flags, json_out=json_out, quiet=quiet))
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from amos.engine.options import RunOptions
+from amos.cli_flags import RunFlags
 from amos.errors import AmosError, UsageError
 from amos.events import (
     ApprovalRequested,
@@ -50,22 +50,6 @@ def setup_logging(verbose: bool) -> Path | None:
     log.setLevel(logging.DEBUG)
     print(f"amos: debug log: {path}", file=sys.stderr)
     return path
-
-
-def build_options(*, config, model, base_url, script, workspace, session, max_steps, verify, yes, no_save,
-                  interactive: bool = False, require_model: bool = True, demo: bool = False) -> RunOptions:
-    """Turn command-line flags into :class:`RunOptions`.
-
-    Raises:
-        UsageError: ``--model`` and ``--script`` together.
-    """
-    if model and script:
-        raise UsageError("--model and --script are exclusive; --script PATH means --model scripted:PATH")
-    if script is not None:
-        model = f"scripted:{script}"
-    return RunOptions(config_path=config, model=model, base_url=base_url, workspace=workspace, session=session,
-                      max_steps=max_steps, verify=verify, yes=yes, no_save=no_save, demo=demo,
-                      interactive=interactive, require_model=require_model, cwd=Path.cwd())
 
 
 def read_prompt(prompt: str | None, stdin: TextIO) -> str:
@@ -289,25 +273,19 @@ def _guarded(fn, *args, **kwargs) -> int:
             sys.stdout = _REAL_STDOUT.pop()
 
 
-def cli_run(*, prompt, demo, config, model, base_url, script, workspace, session, max_steps, verify, yes,
-            no_save, json_out, quiet, verbose) -> int:
+def cli_run(*, prompt: str | None, demo: bool, flags: RunFlags, json_out: bool, quiet: bool) -> int:
     """``amos run``: returns the exit code (spec/cli.md "Exit codes")."""
-    return _guarded(_cli_run, prompt=prompt, demo=demo, config=config, model=model, base_url=base_url,
-                    script=script, workspace=workspace, session=session, max_steps=max_steps, verify=verify,
-                    yes=yes, no_save=no_save, json_out=json_out, quiet=quiet, verbose=verbose)
+    return _guarded(_cli_run, prompt=prompt, demo=demo, flags=flags, json_out=json_out, quiet=quiet)
 
 
-def _cli_run(*, prompt, demo, config, model, base_url, script, workspace, session, max_steps, verify, yes,
-             no_save, json_out, quiet, verbose) -> int:
-    setup_logging(verbose)
+def _cli_run(*, prompt: str | None, demo: bool, flags: RunFlags, json_out: bool, quiet: bool) -> int:
+    setup_logging(flags.verbose)
     if demo:
         if prompt is None:
             prompt = "Make the project's tests pass."
     else:
         prompt = read_prompt(prompt, sys.stdin)
-    options = build_options(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
-                            session=session, max_steps=max_steps, verify=verify, yes=yes, no_save=no_save,
-                            demo=demo)
+    options = flags.options(demo=demo)
     from amos.engine import open_host
 
     runner, opened = open_host(options)
@@ -321,30 +299,26 @@ def _cli_run(*, prompt, demo, config, model, base_url, script, workspace, sessio
         runner.close()
 
 
-def cli_resume(*, session_id, approve, deny, reason, approve_all, config, model, base_url, script, workspace,
-               max_steps, verify, yes, no_save, json_out, quiet, verbose) -> int:
+def cli_resume(*, session_id: str, approve: list[str], deny: list[str], reason: str | None, approve_all: bool,
+               flags: RunFlags, json_out: bool, quiet: bool) -> int:
     """``amos resume``: decide held calls and continue; returns the exit code."""
     return _guarded(_cli_resume, session_id=session_id, approve=approve, deny=deny, reason=reason,
-                    approve_all=approve_all, config=config, model=model, base_url=base_url, script=script,
-                    workspace=workspace, max_steps=max_steps, verify=verify, yes=yes, no_save=no_save,
-                    json_out=json_out, quiet=quiet, verbose=verbose)
+                    approve_all=approve_all, flags=flags, json_out=json_out, quiet=quiet)
 
 
-def _cli_resume(*, session_id, approve, deny, reason, approve_all, config, model, base_url, script, workspace,
-                max_steps, verify, yes, no_save, json_out, quiet, verbose) -> int:
-    setup_logging(verbose)
+def _cli_resume(*, session_id: str, approve: list[str], deny: list[str], reason: str | None, approve_all: bool,
+                flags: RunFlags, json_out: bool, quiet: bool) -> int:
+    setup_logging(flags.verbose)
     both = set(approve) & set(deny)
     if both:
         raise UsageError(f"call {sorted(both)[0]!r} is both approved and denied")
-    options = build_options(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
-                            session=session_id, max_steps=max_steps, verify=verify, yes=yes, no_save=no_save)
     from amos.engine import open_host
 
-    runner, opened = open_host(options)
+    runner, opened = open_host(flags.options(session=session_id))
     try:
         for warning in opened.warnings:
             print(f"amos: warning: {warning}", file=sys.stderr)
-        events = runner.resume(approve=approve, deny={c: reason for c in deny}, approve_all=approve_all or yes)
+        events = runner.resume(approve=approve, deny={c: reason for c in deny}, approve_all=approve_all or flags.yes)
         return _render_run(runner, events, json_out, quiet)
     finally:
         runner.close()

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from pathlib import Path
 from typing import Any
 
-from amos.approvals import apply_decisions
+from amos.approvals import apply_decisions, rekey_denials
 from amos.checkpoints import CheckpointInfo
 from amos.config_models import UiConfig
 from amos.engine import reports
@@ -34,7 +34,7 @@ from amos.evidence.model import EvidenceReference
 from amos.messages import Message, ToolCallPart, Usage
 from amos.policy.loop_policy import LoopPolicy, coerce_policy
 from amos.policy.stop import LoopDiagnostics, StopReceipt
-from amos.sessions import ExecutionRecord, Session, SessionSummary, check_session_name, utc_now
+from amos.sessions import ExecutionRecord, Session, SessionSummary, utc_now
 
 
 class Host:
@@ -151,11 +151,7 @@ class Host:
 
     def find_call(self, call_id: str) -> ToolCallPart | None:
         """The session's tool call with ``call_id`` (the newest, if reused), or None."""
-        for message in reversed(self.engine.transcript.messages):
-            for call in message.tool_calls:
-                if call.call_id == call_id:
-                    return call
-        return None
+        return reports.find_call(self.engine, call_id)
 
     @property
     def usage(self) -> Usage:
@@ -203,46 +199,28 @@ class Host:
         return reports.task_notes(self.engine)
 
     def change_signature(self) -> tuple[Any, ...]:
-        """What a change to the session changes: messages, name, model, model calls, the
-        task revision and the last receipt (the TUI's saved/unsaved marker)."""
-        session = self.session
-        notes = self.task_notes()
-        last = session.last_stop
-        return (len(session.messages), session.name, self.model_spec, session.usage.model_calls,
-                notes.revision if notes is not None else None,
-                (last.execution_id, last.ended_at) if last is not None else None)
+        """What a change to the session changes (messages, name, model, model calls, task
+        revision, last receipt): the TUI's saved/unsaved marker."""
+        return reports.change_signature(self.engine)
+
+    def state_digest(self) -> str:
+        """SHA-256 of the whole session but its save time (did anything change?)."""
+        return reports.state_digest(self.engine)
 
     def preview_call(self, tool: str, arguments: Any) -> FileDiff | None:
-        """What a ``write_file``/``edit_file`` call would change, as a diff against the
-        workspace now (None for other tools). Reads one confined file: run it off the
-        event loop (the TUI uses a worker thread).
-        """
-        from amos.engine.previews import DIFF_TOOLS, call_diff
-
-        if tool not in DIFF_TOOLS:
-            return None
-        return call_diff(tool, arguments, self.workspace)
+        """The diff a ``write_file``/``edit_file`` call would make (None for other tools);
+        reads one confined file, so call it off the event loop."""
+        return reports.preview_call(self.engine, tool, arguments)
 
     def previews(self, tool: str) -> bool:
         """True when :meth:`preview_call` gives a diff for ``tool``'s calls."""
-        from amos.engine.previews import DIFF_TOOLS
-
-        return tool in DIFF_TOOLS
-
-    def state_digest(self) -> str:
-        """SHA-256 of the session as it is now (all of it but its save time): a front end
-        compares two to know whether anything changed."""
-        import hashlib
-
-        data = self.session.model_dump_json(exclude={"updated_at"})
-        return hashlib.sha256(data.encode("utf-8", errors="replace")).hexdigest()
+        return reports.previews(tool)
 
     # ------------------------------------------------------------------ other sessions
 
     def sessions(self) -> list[SessionSummary]:
         """Saved sessions, newest first ([] with ``--no-save``)."""
-        store = self.engine.binding.store
-        return store.list() if store is not None else []
+        return reports.sessions(self.engine)
 
     def resolve_session(self, id_or_name: str) -> str:
         """The id of a saved session given by id, name or ``latest``.
@@ -250,25 +228,16 @@ class Host:
         Raises:
             SessionError: ``no_store`` with ``--no-save``, ``not_found``.
         """
-        store = self.engine.binding.store
-        if store is None:
-            raise SessionError("no_store", "sessions are not saved in this run (--no-save)")
-        return store.resolve(id_or_name)
+        return reports.resolve_session(self.engine, id_or_name)
 
     def check_session_name(self, name: str) -> str:
         """Validate a name for this session (``/session save NAME``).
 
         Raises:
-            SessionError: ``bad_name`` saying what is accepted, or ``name_taken`` naming
-                the session that already has it (names stand for an id, so they stay unique).
+            SessionError: ``bad_name`` saying what is accepted, ``name_taken`` naming the
+                session that has it (names stand for an id, so they stay unique).
         """
-        rows = self.sessions()
-        check_session_name(name, [r.id for r in rows])
-        taken = [r.id for r in rows if r.name == name and r.id != self.session_id]
-        if taken:
-            raise SessionError("name_taken", f"the name {name!r} is already used by session {taken[0]}; choose "
-                               "another (names must stay unique so they can stand for an id)")
-        return name
+        return reports.check_session_name(self.engine, name)
 
     # ------------------------------------------------------------------ runs
 
@@ -313,6 +282,9 @@ class Host:
         deny = {call_id: masker.clean(reason) if reason else reason for call_id, reason in (deny or {}).items()}
         apply_decisions(pending, self.session_id, approve, deny, approve_all)
         record = pending.execution.model_copy(deep=True)
+        if record.denied:  # a pause saved before identities were unified
+            calls = [c for m in self.session.messages for c in m.tool_calls] + [h.call for h in pending.held]
+            record.denied = rekey_denials(record.denied, calls)
         run = RunState(record=record, resumed=True, usage_at_start=record.usage.model_copy())
         preset = {h.call.call_id: (h.decision == "approve", h.reason) for h in pending.held if h.decision}
         loop = TurnLoop(self.engine, run, preset)

@@ -6,11 +6,15 @@ the slash command); the front ends turn them into text.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from amos.engine.engine import Engine
 from amos.engine.views import HeldCallView, NoteView, TaskNotesView
+from amos.errors import SessionError
 from amos.policy.stop import LoopDiagnostics
+from amos.sessions import SessionSummary
+from amos.sessions import check_session_name as check_name
 
 _CATEGORY_ORDER = ("objective", "constraint", "decision", "question", "artifact")
 
@@ -77,3 +81,72 @@ def held_calls(engine: Engine) -> list[HeldCallView]:
     return [HeldCallView(call_id=h.call.call_id, tool=h.call.tool_name, summary=summarize(h.call),
                          arguments=h.call.raw_arguments if h.call.raw_arguments is not None else h.call.arguments,
                          needs_approval=h.needs_approval, decision=h.decision) for h in pending.held]
+
+
+def find_call(engine: Engine, call_id: str) -> Any:
+    """The session's tool call with ``call_id`` (the newest, if reused), or None."""
+    for message in reversed(engine.transcript.messages):
+        for call in message.tool_calls:
+            if call.call_id == call_id:
+                return call
+    return None
+
+
+def change_signature(engine: Engine) -> tuple[Any, ...]:
+    """A cheap signature of the session: messages, name, model, model calls, the task
+    revision and the last receipt."""
+    session = engine.transcript.session
+    try:
+        revision = engine.instructions.tasks.revision if engine.instructions.tasks is not None else None
+    except Exception:  # noqa: BLE001 - a destroyed notebook
+        revision = None
+    last = session.last_stop
+    return (len(session.messages), session.name, engine.model.spec, session.usage.model_calls, revision,
+            (last.execution_id, last.ended_at) if last is not None else None)
+
+
+def state_digest(engine: Engine) -> str:
+    """SHA-256 of the session as it is now (all of it but its save time)."""
+    data = engine.transcript.session.model_dump_json(exclude={"updated_at"})
+    return hashlib.sha256(data.encode("utf-8", errors="replace")).hexdigest()
+
+
+def previews(tool: str) -> bool:
+    """True when the host shows a diff for ``tool``'s calls."""
+    from amos.engine.previews import DIFF_TOOLS
+
+    return tool in DIFF_TOOLS
+
+
+def preview_call(engine: Engine, tool: str, arguments: Any) -> Any:
+    """The diff a ``write_file``/``edit_file`` call would make against the workspace now."""
+    from amos.engine.previews import call_diff
+
+    return call_diff(tool, arguments, engine.workspace) if previews(tool) else None
+
+
+def sessions(engine: Engine) -> list[SessionSummary]:
+    """Saved sessions, newest first ([] with ``--no-save``)."""
+    store = engine.binding.store
+    return store.list() if store is not None else []
+
+
+def resolve_session(engine: Engine, id_or_name: str) -> str:
+    """The id of a saved session given by id, name or ``latest``."""
+    store = engine.binding.store
+    if store is None:
+        raise SessionError("no_store", "sessions are not saved in this run (--no-save)")
+    return store.resolve(id_or_name)
+
+
+def check_session_name(engine: Engine, name: str) -> str:
+    """Validate a new name for the session (unique among saved sessions)."""
+    rows = sessions(engine)
+    check_name(name, [r.id for r in rows])
+    current = engine.transcript.session.id
+    taken = [r.id for r in rows if r.name == name and r.id != current]
+    if taken:
+        raise SessionError("name_taken", f"the name {name!r} is already used by session {taken[0]}; choose "
+                           "another (names must stay unique so they can stand for an id)")
+    return name
+

@@ -83,7 +83,7 @@ PANEL_REFRESH_S = 0.1
 """During a run, the side panel is redrawn at most this often (a batch of events, one draw)."""
 
 
-class AmosApp(SessionControl, App[int]):
+class AmosApp(App[int]):
     """The interactive front end of one runner (one session at a time).
 
     Args:
@@ -146,6 +146,48 @@ class AmosApp(SessionControl, App[int]):
         self._phase: str | None = None  # the latest phase a Notice of the active run announced
         self._saves = SaveTracker()
         self._panel_timer: Any = None
+        self.sessions = SessionControl(self)
+
+    # ------------------------------------------------------------------ sessions and quitting (SessionControl)
+
+    @property
+    def terminated(self) -> bool:
+        """True once SIGTERM asked the app to exit (:func:`run_tui` then returns 143)."""
+        return self.sessions.terminated
+
+    async def action_quit(self) -> None:
+        """Ctrl+Q: exit (a running run is cancelled first; a second Ctrl+Q exits at once)."""
+        await self.sessions.action_quit()
+
+    async def quit_app(self, *, save: bool) -> None:
+        """Exit the app, cancelling a run first and saving when autosave is on."""
+        await self.sessions.quit_app(save=save)
+
+    async def load_session(self, session_id: str, *, reload: bool = False) -> None:
+        """Replace the current session with a saved one (``/session load``, a restore's reload)."""
+        await self.sessions.load_session(session_id, reload=reload)
+
+    def confirm_quit(self) -> None:
+        """Ask before quitting (Ctrl+C on an idle, empty prompt)."""
+        self.sessions.confirm_quit()
+
+    def pick_session(self, rows: list[dict[str, Any]]) -> None:
+        """Show the session picker; the chosen session is loaded."""
+        self.sessions.pick_session(rows)
+
+    def on_load(self) -> None:
+        """Install the SIGTERM handler on the app's event loop."""
+        self.sessions.on_load()
+
+    def on_unmount(self) -> None:
+        """Give SIGTERM back to its previous behaviour."""
+        self.sessions.on_unmount()
+
+    def _on_sigterm(self) -> None:
+        self.sessions._on_sigterm()
+
+    def _wants_picker(self, line: str, result: Any) -> bool:
+        return self.sessions.wants_picker(line, result)
 
     # ------------------------------------------------------------------ layout
 

@@ -1,4 +1,4 @@
-"""Sessions and quitting for :class:`~amos.tui.app.AmosApp` (a mixin).
+"""Sessions and quitting for :class:`~amos.tui.app.AmosApp` (a collaborator it owns).
 
 ``/session load`` and the session picker, ``/session restore``'s reload, Ctrl+Q and
 ``/quit`` (autosave), the Ctrl+C quit question, SIGTERM (cancel the run, save, exit
@@ -23,7 +23,19 @@ TERMINATE_GRACE_S = 5.0
 
 
 class SessionControl:
-    """Session loading, quitting and signals of the app."""
+    """Session loading, quitting and signals of the app.
+
+    Args:
+        app: the app (its runner, conversation, status and run state are read here).
+
+    Attributes:
+        terminated: True once SIGTERM asked the app to exit (:func:`~amos.tui.app.run_tui`
+            then returns 143).
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.terminated = False
 
     # ------------------------------------------------------------------ sessions and quitting
 
@@ -32,8 +44,8 @@ class SessionControl:
 
         A second Ctrl+Q while that cancellation is still under way exits at once.
         """
-        if self._quit_requested is not None:
-            self.exit(0)
+        if self.app._quit_requested is not None:
+            self.app.exit(0)
             return
         await self.quit_app(save=False)
 
@@ -46,21 +58,21 @@ class SessionControl:
         Args:
             save: save the session before exiting when ``sessions.autosave`` (``/quit``).
         """
-        if self._busy:
-            self._quit_requested = save
-            self.cancel_run()
+        if self.app._busy:
+            self.app._quit_requested = save
+            self.app.cancel_run()
             return
         if save and self._autosave():
             try:
-                self.runner.save()
+                self.app.runner.save()
             except AmosError as exc:
                 if getattr(exc, "code", None) != "no_store":
-                    await self.conversation.add_notice(f"not saved: {exc}; Ctrl+Q quits anyway", "error")
+                    await self.app.conversation.add_notice(f"not saved: {exc}; Ctrl+Q quits anyway", "error")
                     return
-        self.exit(0)
+        self.app.exit(0)
 
     def _autosave(self) -> bool:
-        return self.runner.autosave
+        return self.app.runner.autosave
 
     async def load_session(self, session_id: str, *, reload: bool = False) -> None:
         """Replace the current session with a saved one (``/session load``).
@@ -69,16 +81,16 @@ class SessionControl:
             session_id: the resolved id of the session to load.
             reload: reopen the current session from disk (after ``/session restore``).
         """
-        conv = self.conversation
-        if self._busy:
+        conv = self.app.conversation
+        if self.app._busy:
             await conv.add_notice("a run is active; wait for it to end or cancel it first", "error")
             return
-        if reload and session_id == self.runner.session_id:
-            self.runner.close()  # releases the lock so the session can be reopened; never saves
-        elif session_id == self.runner.session_id:
+        if reload and session_id == self.app.runner.session_id:
+            self.app.runner.close()  # releases the lock so the session can be reopened; never saves
+        elif session_id == self.app.runner.session_id:
             await conv.add_notice(f"session {session_id} is already open")
             return
-        base = self.options or RunOptions(cwd=self.runner.workspace)
+        base = self.app.options or RunOptions(cwd=self.app.runner.workspace)
         options = RunOptions(config_path=base.config_path, session=session_id, yes=base.yes,
                              no_save=base.no_save, interactive=True, require_model=False, cwd=base.cwd)
         try:
@@ -91,40 +103,37 @@ class SessionControl:
             await conv.add_notice(str(exc), "error")
             if reload:  # the old runner let go of the lock for the reopen: take it back
                 try:
-                    self.runner.relock()
+                    self.app.runner.relock()
                 except AmosError as again:
                     await conv.add_notice(f"{again}; this window no longer holds the session — quit and reopen "
                                           "it", "error")
             return
-        old, self.runner, self.opened = self.runner, runner, opened
+        old, self.app.runner, self.app.opened = self.app.runner, runner, opened
         old.close()
         await conv.clear()
-        await self._show_history()
+        await self.app._show_history()
         await conv.add_notice(resumed_notice(runner, "loaded"))
-        self._refresh_status()
-        self._reload_customs()
+        self.app._refresh_status()
+        self.app._reload_customs()
         if runner.is_waiting:
             await conv.add_notice("this session paused waiting for approval; asking you now", "approval")
-            self._start(runner.resume())
+            self.app._start(runner.resume())
 
     # ------------------------------------------------------------------ quitting, signals, the session picker
-
-    terminated: bool = False
-    """True once SIGTERM asked the app to exit (:func:`run_tui` then returns 143)."""
 
     def confirm_quit(self) -> None:
         """Ask before quitting (Ctrl+C on an idle, empty prompt): ``y`` or Ctrl+C quits
         (saving when autosave is on), anything else stays."""
-        if isinstance(self.screen, ConfirmQuitScreen):
+        if isinstance(self.app.screen, ConfirmQuitScreen):
             return
 
         async def answered(quit_now: bool | None) -> None:
             if quit_now:
-                await self.quit_app(save=bool(self.runner.messages()))
+                await self.quit_app(save=bool(self.app.runner.messages()))
             else:
-                self.show_notice_line("")
+                self.app.show_notice_line("")
 
-        self.push_screen(ConfirmQuitScreen(), answered)
+        self.app.push_screen(ConfirmQuitScreen(), answered)
 
     def on_load(self) -> None:
         """Install the SIGTERM handler on the app's event loop (removed on unmount)."""
@@ -142,7 +151,7 @@ class SessionControl:
 
     def _on_sigterm(self) -> None:
         self.terminated = True
-        self.call_later(self.terminate)
+        self.app.call_later(self.terminate)
 
     async def terminate(self) -> None:
         """SIGTERM: cancel a run (it saves with its ``user_abort`` receipt), save, exit.
@@ -152,13 +161,13 @@ class SessionControl:
         and returns :data:`SIGTERM_EXIT`.
         """
         self.terminated = True
-        self.set_timer(TERMINATE_GRACE_S, lambda: self.exit(0))
-        await self.quit_app(save=bool(self.runner.messages()))
-        if not self._busy:  # a failed save leaves the app open; a signal must not
-            self.exit(0)
+        self.app.set_timer(TERMINATE_GRACE_S, lambda: self.app.exit(0))
+        await self.quit_app(save=bool(self.app.runner.messages()))
+        if not self.app._busy:  # a failed save leaves the app open; a signal must not
+            self.app.exit(0)
 
     @staticmethod
-    def _wants_picker(line: str, result: Any) -> bool:
+    def wants_picker(line: str, result: Any) -> bool:
         """``/session load`` without an argument listed the sessions: show the picker."""
         parsed = parse_line(line)
         return (parsed.name == "session" and parsed.rest.split() == ["load"] and result.ok
@@ -176,6 +185,6 @@ class SessionControl:
             if session_id:
                 await self.load_session(session_id)
             else:
-                await self.conversation.add_notice("no session loaded")
+                await self.app.conversation.add_notice("no session loaded")
 
-        self.push_screen(SessionPickerScreen(rows, current=self.runner.session_id), chosen)
+        self.app.push_screen(SessionPickerScreen(rows, current=self.app.runner.session_id), chosen)

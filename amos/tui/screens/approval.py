@@ -30,7 +30,6 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from amos.engine import FileDiff
@@ -152,7 +151,7 @@ def command_text(arguments: Any) -> Text | None:
     return text
 
 
-class ApprovalScreen(DismissOnce, ModalScreen[ApprovalAnswer]):
+class ApprovalScreen(DismissOnce[ApprovalAnswer]):
     """Ask a person to approve or deny one tool call.
 
     Args:

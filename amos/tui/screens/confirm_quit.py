@@ -12,7 +12,6 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from amos.tui.screens.once import DismissOnce
@@ -21,7 +20,7 @@ QUESTION = "Quit amos?"
 HINT = "y or Ctrl+C again quits · any other key stays"
 
 
-class ConfirmQuitScreen(DismissOnce, ModalScreen[bool]):
+class ConfirmQuitScreen(DismissOnce[bool]):
     """A one-question modal; dismisses with True to quit, False to stay."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")

@@ -19,7 +19,6 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from amos.tui.screens.once import DismissOnce
@@ -129,7 +128,7 @@ def theme_text(theme: str, config_theme: str, known: Iterable[str] = ()) -> Text
     return text
 
 
-class HelpScreen(DismissOnce, ModalScreen[None]):
+class HelpScreen(DismissOnce[None]):
     """Keys, slash commands, custom commands and themes; ``Esc``, ``F1`` or ``q`` closes.
 
     Args:

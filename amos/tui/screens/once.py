@@ -2,17 +2,20 @@
 
 A fast typist or a paste can deliver two keys before the first ``dismiss()`` has popped
 the screen; a second ``dismiss()`` then raised Textual's ``ScreenStackError`` and ended
-the app. :class:`DismissOnce` makes every dismissal after the first a no-op.
+the app. A :class:`DismissOnce` screen makes every dismissal after the first a no-op.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+from textual.screen import ModalScreen
+
+ResultT = TypeVar("ResultT")
 
 
-class DismissOnce:
-    """Mixin for a ``ModalScreen``: only the first ``dismiss`` counts (put it first in
-    the bases)."""
+class DismissOnce(ModalScreen[ResultT]):
+    """A ``ModalScreen`` whose first ``dismiss`` counts; later ones do nothing."""
 
     _answered = False
 
@@ -25,4 +28,4 @@ class DismissOnce:
         if self._answered:
             return None
         self._answered = True
-        return super().dismiss(result)  # type: ignore[misc]
+        return super().dismiss(result)

@@ -17,7 +17,6 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -56,7 +55,7 @@ def session_row(row: Mapping[str, Any], *, current: str | None = None) -> Text:
     return text
 
 
-class SessionPickerScreen(DismissOnce, ModalScreen[str | None]):
+class SessionPickerScreen(DismissOnce[str | None]):
     """A modal list of saved sessions; dismisses with the chosen id, or None.
 
     Args:
