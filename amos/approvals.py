@@ -14,7 +14,10 @@ from datetime import UTC, datetime, timedelta
 from amos.errors import SessionError
 from amos.messages import ToolCallPart
 from amos.policy.stop import ApprovalInfo
-from amos.sessions import ExecutionRecord, HeldCall, PendingApproval
+from amos.sessions import ConfirmationRequest, ExecutionRecord, HeldCall, PendingApproval
+
+CONFIRMATION = "confirmation"
+"""The ``call_id`` a pending confirmation is listed under in ``pending_approvals``."""
 
 
 def legacy_call_fingerprint(call: ToolCallPart) -> str:
@@ -75,6 +78,20 @@ def new_pause(
     return PendingApproval(execution=record, held=held, owner=owner, deadline=deadline)
 
 
+def new_confirmation(record: ExecutionRecord, claim: str, *, owner: str | None, deadline_s: float) -> PendingApproval:
+    """A pause waiting for a person to confirm a completion claim (``completion.human``).
+
+    Args:
+        record: the execution being paused (saved with the pause).
+        claim: what the model said it did.
+        owner: ``approvals.owner`` (None → the pause is unrouted).
+        deadline_s: how long the confirmation may wait (seconds).
+    """
+    deadline = (datetime.now(UTC) + timedelta(seconds=deadline_s)).isoformat(timespec="seconds")
+    return PendingApproval(execution=record, held=[], owner=owner, deadline=deadline,
+                           confirmation=ConfirmationRequest(claim=claim))
+
+
 def apply_decisions(
     pending: PendingApproval,
     session_id: str,
@@ -105,9 +122,13 @@ def apply_decisions(
 
 
 def pending_infos(pending: PendingApproval | None, session_id: str) -> list[ApprovalInfo]:
-    """The undecided held calls as receipt ``pending_approvals`` entries, in order."""
+    """The undecided held calls (or the confirmation a person owes) as receipt
+    ``pending_approvals`` entries, in order."""
     if pending is None:
         return []
+    if pending.confirmation is not None:
+        return [ApprovalInfo(call_id=CONFIRMATION, tool="(completion)", owner=pending.owner, deadline=pending.deadline,
+                             resume_token=pending.token(session_id, CONFIRMATION))]
     return [
         ApprovalInfo(call_id=h.call.call_id, tool=h.call.tool_name, owner=pending.owner,
                      deadline=pending.deadline, resume_token=pending.token(session_id, h.call.call_id))

@@ -174,7 +174,8 @@ def format_validation_error(exc: ValidationError, file: Path | str | None) -> Co
         ``must be at most 1000 (got 5000)`` or ``unknown key "x"; accepted keys: ...``.
     """
     err = exc.errors(include_url=False)[0]
-    loc = tuple(err["loc"])
+    # a tagged union's member (``entry:path``) is not part of the JSON path people write
+    loc = tuple(part for part in err["loc"] if not str(part).startswith("entry:"))
     json_path = ".".join(str(part) for part in loc) or None
     label = str(file) if file is not None else None
     if err["type"] == "extra_forbidden":

@@ -19,9 +19,11 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     PlainSerializer,
     PlainValidator,
+    Tag,
     field_validator,
     model_validator,
 )
@@ -257,6 +259,48 @@ def _check_relative(value: str) -> str:
 WorkspaceFile = Annotated[str, Field(min_length=1), AfterValidator(_check_relative)]
 
 
+def _check_schema(value: dict[str, Any]) -> dict[str, Any]:
+    from amos.policy.destinations import check_schema
+
+    check_schema(value)
+    return value
+
+
+def _check_pattern(value: str) -> str:
+    from amos.policy.destinations import check_pattern
+
+    check_pattern(value)
+    return value
+
+
+Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{64}$")]
+"""64 hexadecimal digits."""
+
+
+class FileCheckConfig(_Model):
+    """A destination check on one workspace file or folder (issue 16)."""
+
+    path: WorkspaceFile
+    """Path relative to the workspace, without ``..``."""
+    type: Literal["file", "dir"] = "file"
+    """What must be there: a regular ``file`` or a folder (``dir``)."""
+    min_bytes: NonNegInt | None = None
+    """The file holds at least this many bytes."""
+    sha256: Sha256Hex | None = None
+    """The file's exact SHA-256 (64 hex digits)."""
+    json_schema: Annotated[dict[str, Any], AfterValidator(_check_schema)] | None = None
+    """The file is JSON valid against this JSON Schema (inline in the config)."""
+    contains: Annotated[str, Field(min_length=1), AfterValidator(_check_pattern)] | None = None
+    """A regular expression the file's text must contain a match for."""
+
+    @model_validator(mode="after")
+    def _only_file_checks_for_files(self) -> FileCheckConfig:
+        if self.type == "dir" and any(getattr(self, n) is not None
+                                      for n in ("min_bytes", "sha256", "json_schema", "contains")):
+            raise ValueError("a folder (type \"dir\") can only be checked for existence")
+        return self
+
+
 class CompletionConfig(_Model):
     """Completion checks; every configured kind must confirm (spec/config.md)."""
 
@@ -264,12 +308,23 @@ class CompletionConfig(_Model):
     """Shell command run in the workspace; complete only when it exits 0 (``--verify``)."""
     timeout_s: Seconds = 120
     """Time limit of the command, seconds; past it is a checker error."""
-    files: list[WorkspaceFile] = Field(default_factory=list)
-    """Files (relative to the workspace) that must exist."""
+    files: list[Annotated[Annotated[WorkspaceFile, Tag("entry:path")] | Annotated[FileCheckConfig, Tag("entry:check")],
+                          Discriminator(lambda v: "entry:path" if isinstance(v, str) else "entry:check")]] = \
+        Field(default_factory=list)
+    """Files or folders (relative to the workspace) that must exist: a path, or an object
+    with ``path`` and requirements (``type``, ``min_bytes``, ``sha256``, ``json_schema``,
+    ``contains``)."""
     require_tools: list[ToolName] = Field(default_factory=list)
     """Tools that must have been observed succeeding."""
     python: CheckerSpec | None = None
     """Python checker, ``module:function``."""
+    baseline: bool = True
+    """Evaluate the checks once before the first model call; a run whose checks already
+    passed then and whose workspace did not change is not VERIFIED_COMPLETE."""
+    done_tool: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")] | None = None
+    """Name of a tool offered to the model to declare completion (off when null)."""
+    human: bool = False
+    """A person confirms completion (``amos resume --confirm``, or the TUI's dialog)."""
 
 
 class ProgressConfig(_Model):

@@ -84,6 +84,17 @@ class ApprovalRequested(_Event):
     resume_token: str | None = None
 
 
+class ConfirmationRequested(_Event):
+    """The model claimed completion, the host checks passed, and a person must confirm
+    (``completion.human``). An interactive front end answers with
+    ``Host.answer_confirmation``; non-interactive runs end WAITING instead."""
+
+    event_kind: Literal["confirmation_requested"] = "confirmation_requested"
+    claim: str
+    route: str = "answer"
+    resume_token: str | None = None
+
+
 class Notice(_Event):
     """Host information shown apart from assistant prose (loop events, warnings)."""
 
@@ -108,7 +119,7 @@ class RunFinished(_Event):
 
 RunEvent = Annotated[
     RunStarted | StepStarted | TextDelta | ToolCallStarted | ToolCallFinished
-    | ApprovalRequested | Notice | RunFinished,
+    | ApprovalRequested | ConfirmationRequested | Notice | RunFinished,
     Field(discriminator="event_kind"),
 ]
 

@@ -224,7 +224,9 @@ class LoopGuard:
 
 
 def make_packet(*, execution_id: str, iteration: int, output_text: str,
-                observations: Sequence[LoopObservation], workspace: Path | None = None) -> Callable[[], Any]:
-    """A builder of the checker context packet (built only when a Python callback needs it)."""
+                observations: Sequence[LoopObservation], workspace: Path | None = None,
+                task_state: Any = None) -> Callable[[], Any]:
+    """A builder of the checker context packet (built only when a Python callback needs it);
+    ``task_state`` is the task notebook's snapshot, or None when task state is off."""
     return lambda: context_packet(execution_id=execution_id, iteration=iteration, output_text=output_text,
-                                  observations=observations, workspace=workspace)
+                                  observations=observations, workspace=workspace, task_state=task_state)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_serializer
 
 
 class _Frozen(BaseModel):
@@ -145,6 +145,9 @@ class Usage(BaseModel):
         model_calls: number of model calls counted.
         cost_usd: price of the counted calls whose model ``genai-prices`` knows (US
             dollars); None when no counted call had a known price — never a guess.
+        estimated: True when some counted call's tokens come from amos's offline
+            estimator because the provider reported no usage (the counts stay integers;
+            screens show them with ``~``) — issue 16 "Unknown usage is unknown".
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -158,6 +161,14 @@ class Usage(BaseModel):
     reasoning_tokens: int = 0
     model_calls: int = 0
     cost_usd: float | None = None
+    estimated: bool = False
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and not self.estimated:
+            data.pop("estimated", None)  # present only when true: the shape stays what scripts parse
+        return data
 
     @property
     def total_tokens(self) -> int:
@@ -173,12 +184,14 @@ class Usage(BaseModel):
         self.model_calls += other.model_calls
         if other.cost_usd is not None:
             self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
+        self.estimated = self.estimated or other.estimated
 
     def since(self, start: Usage) -> Usage:
         """The usage added after ``start`` (a copy of this usage taken earlier)."""
         delta = Usage(**{name: getattr(self, name) - getattr(start, name) for name in self.TOKEN_FIELDS})
         if self.cost_usd is not None:
             delta.cost_usd = self.cost_usd - (start.cost_usd or 0.0)
+        delta.estimated = self.estimated
         return delta
 
 

@@ -11,6 +11,8 @@ from typing import Any
 from amos.policy.stop import (
     MAX_OBSERVATIONS,
     ApprovalInfo,
+    CheckInForce,
+    CompletionResult,
     LoopDiagnostics,
     StopFacts,
     StopReceipt,
@@ -33,6 +35,8 @@ def build_receipt(
     policy_enabled: bool,
     max_recovery_attempts: int | None,
     phase: str | None = None,
+    check: CheckInForce | None = None,
+    workspace_changed: bool | None = None,
 ) -> tuple[StopReceipt, LoopDiagnostics]:
     """The receipt and diagnostics of an execution that just stopped.
 
@@ -46,6 +50,9 @@ def build_receipt(
         policy_enabled: a loop policy was configured.
         max_recovery_attempts: the policy's recovery limit, if any.
         phase: override of the diagnostics phase (None: from the verdict).
+        check: which completion check was in force and how it stood (issue 16).
+        workspace_changed: the workspace differs from the completion baseline (None:
+            not compared).
     """
     approval = pending[0] if pending else None
     completion = record.completion
@@ -56,13 +63,20 @@ def build_receipt(
         effect_succeeded=record.effect_succeeded,
         progress_changed=record.progress_changed,
         reason=reason,
+        baseline_passed=record.baseline == "passed",
+        workspace_changed=workspace_changed,
+        confirmed_by_person=record.confirmed_by is not None,
     )
+    if record.baseline is not None:  # the receipt says how the checks stood before the run
+        completion = (completion.model_copy(update={"baseline": record.baseline}) if completion is not None
+                      else CompletionResult(complete=None, reason="not checked at the end of the run",
+                                            baseline=record.baseline))
     verdict = decide_verdict(cause, facts)
     receipt = StopReceipt(
         verdict=verdict, cause=cause, reason=reason or "unrecorded",
         detail=detail or "no stop cause was recorded", execution_id=record.execution_id, steps=record.steps,
         tool_call_count=len(record.tool_calls), recovery_attempts=record.recovery_attempts,
-        usage=record.usage.model_copy(), completion=completion,
+        usage=record.usage.model_copy(), completion=completion, check=check,
         approval=approval, pending_approvals=pending, stop_condition=stop_condition, policy=policy_hash,
         started_at=record.started_at, ended_at=utc_now())
     confirmed = bool(completion and completion.complete and verdict == "VERIFIED_COMPLETE")

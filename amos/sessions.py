@@ -17,7 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from amos.errors import SessionError
 from amos.messages import Message, ToolCallPart, Usage
-from amos.policy.stop import CompletionResult, LoopDiagnostics, LoopObservation, StopReceipt
+from amos.policy.stop import (
+    Baseline,
+    CompletionResult,
+    LoopDiagnostics,
+    LoopObservation,
+    StopReceipt,
+)
 
 SESSION_VERSION = 2
 """Version written by this amos. 1: before the journal and checkpoints (migrated on load)."""
@@ -73,6 +79,11 @@ class ExecutionRecord(_Model):
         policy_state: the loop policy's admissions and counters while the execution
             waits for approval, so a resumed execution never repeats an admitted action.
         output_text: text of the latest assistant turn.
+        baseline: how the completion checks stood before the first model call.
+        baseline_digest: the workspace digest taken then (``{sha256, files, truncated}``).
+        empty_nudged: the one recovery nudge after an empty answer was given.
+        claim_route: how completion was last claimed (``answer`` / ``done_tool``).
+        confirmed_by: who confirmed completion (``completion.human``).
     """
 
     execution_id: str
@@ -89,6 +100,11 @@ class ExecutionRecord(_Model):
     tracked: dict[str, int | None] = Field(default_factory=dict)
     policy_state: dict[str, Any] | None = None
     output_text: str = ""
+    baseline: Baseline | None = None
+    baseline_digest: dict[str, Any] | None = None
+    empty_nudged: bool = False
+    claim_route: str | None = None
+    confirmed_by: str | None = None
 
 
 class HeldCall(_Model):
@@ -107,14 +123,32 @@ class HeldCall(_Model):
     reason: str | None = None
 
 
+class ConfirmationRequest(_Model):
+    """A completion claim waiting for a person's confirmation (``completion.human``).
+
+    Attributes:
+        claim: what the model said it did (its answer or done-tool summary, masked).
+        decision: ``confirm`` / ``reject`` once decided, else None.
+        reason: the rejection's reason (sent to the model as host feedback).
+        by: who decided.
+    """
+
+    claim: str = ""
+    decision: str | None = None
+    reason: str | None = None
+    by: str | None = None
+
+
 class PendingApproval(_Model):
-    """A run paused WAITING (spec/stop-receipts.md "Approvals that pause a run")."""
+    """A run paused WAITING (spec/stop-receipts.md "Approvals that pause a run"): held
+    tool calls, or a completion claim waiting for a person (``confirmation``)."""
 
     execution: ExecutionRecord
     held: list[HeldCall]
     owner: str | None = None
     deadline: str | None = None
     created_at: str = Field(default_factory=utc_now)
+    confirmation: ConfirmationRequest | None = None
 
     def token(self, session_id: str, call_id: str) -> str:
         """``<session>:<execution>:<call>`` naming this exact pause."""

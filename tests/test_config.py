@@ -502,7 +502,9 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
             stack.append(get_args(tp)[0])
         elif isinstance(tp, type) and issubclass(tp, BaseModel):
             found.append(tp)
-        elif get_origin(tp) is not None:  # Optional/Union, list, dict
+        elif get_origin(tp) is list:  # entries of a list (destination checks) are data, not settings
+            continue
+        elif get_origin(tp) is not None:  # Optional/Union, dict
             stack.extend(get_args(tp))
     return found
 

@@ -319,7 +319,8 @@ def test_config_completion_command_is_read_afresh_not_remembered_by_the_session(
     cfg = config(tmp_path, {"max_recovery_attempts": 0, "completion": {"command": "false"}})
     code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "--config", str(cfg), "go")
     assert code == 3
-    cfg.write_text(json.dumps({"loop_policy": {"max_recovery_attempts": 0, "completion": {"command": "true"}}}))
+    cfg.write_text(json.dumps({"loop_policy": {"max_recovery_attempts": 0,
+                                               "completion": {"command": "true", "baseline": False}}}))
     code, doc = cli_json("run", "--session", doc["session_id"], "--config", str(cfg), "again")
     assert code == 0 and doc["stop"]["verdict"] == "VERIFIED_COMPLETE"
 
@@ -348,7 +349,7 @@ def test_python_checker_packet_names_the_workspace(tmp_path):
     (ws / "wscheck.py").write_text(
         "import os\ndef check(ctx):\n"
         "    return {'complete': os.path.exists(os.path.join(ctx['workspace'], 'DONE.flag'))}\n")
-    _, _, done = run(tmp_path, [{"text": "done"}], {"completion": {"python": "wscheck:check"}})
+    _, _, done = run(tmp_path, [{"text": "done"}], {"completion": {"python": "wscheck:check", "baseline": False}})
     assert done.receipt.verdict == "VERIFIED_COMPLETE"
 
 
@@ -419,7 +420,7 @@ def test_printing_checker_does_not_corrupt_json(tmp_path):
                                   "def check(ctx):\n    print('checking')\n    return {'complete': True}\n")
     script = write_script(tmp_path, [{"text": "done"}])
     code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "--config",
-                         str(config(tmp_path, {"completion": {"python": "chatty:check"}})), "go")
+                         str(config(tmp_path, {"completion": {"python": "chatty:check", "baseline": False}})), "go")
     assert code == 0 and doc["stop"]["verdict"] == "VERIFIED_COMPLETE"
 
 
@@ -448,7 +449,8 @@ def test_completion_command_output_is_bounded_and_background_children_do_not_hol
     assert done.receipt.cause == "recovery_exhausted"
     assert len(done.receipt.completion.feedback) <= 2000
     started = time.monotonic()
-    _, _, done = run(tmp_path, [{"text": "done"}], {"completion": {"command": "sleep 30 & exit 0", "timeout_s": 20}})
+    _, _, done = run(tmp_path, [{"text": "done"}], {"completion": {"command": "sleep 30 & exit 0", "timeout_s": 20,
+                                                                    "baseline": False}})
     assert done.receipt.verdict == "VERIFIED_COMPLETE" and time.monotonic() - started < 15
 
 

@@ -48,8 +48,10 @@ def test_verify_pass_and_fail(tmp_path):
     assert done.receipt.completion.complete is False
     assert done.loop.phase == "stopped"
 
-    (tmp_path / "marker").write_text("x")
-    runner, _ = make_runner(script, tmp_path, verify="test -f marker")
+    # The model does the work (creates the marker): failing → passing is verified.
+    script = write_script(tmp_path, [{"tool_calls": [{"name": "run_command", "arguments": {"command": "touch marker"}}]},
+                                     {"text": "done!"}], name="touch.json")
+    runner, _ = make_runner(script, tmp_path, verify="test -f marker", yes=True)
     try:
         done = finished(collect(runner, "do the work"))
     finally:

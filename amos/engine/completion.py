@@ -1,98 +1,367 @@
-"""Deciding completion when the model answers: the one place a run is judged done.
+"""Deciding completion: the one place a run is judged done (issue 16; spec/stop-receipts.md).
 
-spec/stop-receipts.md (causes ``answer``, ``checker_error``, ``recovery_exhausted``;
-verdict rows 6-9) and seeds/loop-policy-bounded-recovery.txt "Completion". Without a
-loop policy, ``--verify CMD`` (or the config's ``completion.command``) is run once:
-exit 0 ends the run ``answer/completed``, anything else ``answer/check_failed``. With a
-loop policy every configured completion kind runs; a false verdict becomes a labelled
-recovery turn while the budget lasts, then ``recovery_exhausted``. A check that cannot
-give a verdict is ``checker_error``, never the model's fault.
+A run claims completion by answering (a turn with no tool calls) or by calling the
+configured done tool. The host then decides, with the checks in force
+(:class:`CheckPlan`: ``--verify``, the session's remembered check, or the config's
+``loop_policy.completion``):
+
+1. no check and no person configured → ``answer_returned`` (ANSWERED); an empty answer
+   (no text, no calls) → one recovery nudge with a loop policy, then ``empty_answer``
+   (UNCERTAIN);
+2. the host checks run; one that cannot give a verdict (exit 126/127, a signal, a
+   timeout, an unreadable file, a verifier that raises) → ``checker_error``
+   (UNCERTAIN), never a recovery turn spent on the model;
+3. a check that says no → a recovery turn while the loop policy's budget lasts, then
+   ``recovery_exhausted``; without a policy ``check_failed`` (FALSE_COMPLETE); an empty
+   answer → nudge, then ``empty_answer``;
+4. checks that pass, with ``completion.human`` → WAITING for a person's confirmation;
+5. checks that pass → ``completed`` (VERIFIED_COMPLETE) — unless they already passed at
+   the run's baseline and the workspace's digest did not change:
+   ``check_already_passing`` (ANSWERED).
+
+The baseline is taken once per execution, before the first model call.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
+from amos.engine.masking import Masker
+from amos.engine.permissions import Approvals
 from amos.engine.policy_gate import PolicyGate
 from amos.engine.settings import RunSettings
 from amos.engine.state import RunState
+from amos.engine.tasks import Instructions
 from amos.engine.transcript import Transcript
-from amos.events import Notice
-from amos.policy.verifiers import CheckerError, run_command_check
+from amos.engine.workspace_digest import WorkspaceDigest, digest_workspace
+from amos.events import ConfirmationRequested, Notice
+from amos.loop_guard import make_packet
+from amos.messages import Message
+from amos.policy.loop_policy import CompletionSpec, feedback_text
+from amos.policy.stop import CheckInForce, CompletionResult
+from amos.policy.verifiers import CheckerError, run_completion_checks
+from amos.sessions import ConfirmationRequest
+
+Source = Literal["flag", "session", "config", "none"]
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """The completion checks in force for one execution.
+
+    Attributes:
+        spec: the checks the host runs (command, files, require_tools, python), or None.
+        human: a person confirms completion.
+        done_tool: the done tool's name, or None.
+        baseline: take a baseline before the first model call.
+        source: where the checks came from (flag, session, config, none).
+        timeout_s: limit of a Python checker (seconds).
+    """
+
+    spec: CompletionSpec | None = None
+    human: bool = False
+    done_tool: str | None = None
+    baseline: bool = True
+    source: Source = "none"
+    timeout_s: float = 30.0
+
+    @property
+    def machine(self) -> bool:
+        """True when the host runs some check."""
+        return self.spec is not None and self.spec.configured
+
+    @property
+    def configured(self) -> bool:
+        """True when a check or a person must confirm completion."""
+        return self.machine or self.human
+
+    def summary(self) -> str:
+        """The checks in one line, e.g. ``command `pytest -q` + files report.json``."""
+        parts = []
+        spec = self.spec
+        if spec is not None:
+            if spec.command:
+                parts.append(f"command `{spec.command}`")
+            if spec.files:
+                from amos.policy.destinations import FileCheck
+
+                parts.append("files " + ", ".join(FileCheck.of(f).describe() for f in spec.files))
+            if spec.require_tools:
+                parts.append("tools " + ", ".join(spec.require_tools) + " succeeded")
+            if spec.python:
+                parts.append(f"python {spec.python}")
+        if self.human:
+            parts.append("a person confirms")
+        return " + ".join(parts) or "none"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A completion claim: how it was made and what the model said."""
+
+    route: Literal["answer", "done_tool"]
+    text: str
+
+    @property
+    def empty(self) -> bool:
+        """An answer with no text (and, being an answer, no tool calls)."""
+        return self.route == "answer" and not self.text.strip()
 
 
 class Completion:
-    """Runs the completion checks when the model answers and records the verdict.
+    """Runs the completion checks and records the verdict.
 
     Args:
-        settings: ``verify`` and ``verify_timeout_s``.
+        settings: ``verify``, its source, ``verify_timeout_s``, interactivity, routing.
         workspace: where checks run.
         env: the child environment of checks (no provider keys).
         transcript: the session (a check must not race a change to it).
+        instructions: the task notebook (its snapshot is in the checker packet).
+        approvals: where an interactive confirmation is answered.
+        masker: secrets masked in check output.
     """
 
-    def __init__(self, settings: RunSettings, workspace: Path, env: Mapping[str, str], transcript: Transcript):
+    def __init__(self, settings: RunSettings, workspace: Path, env: Mapping[str, str], transcript: Transcript,
+                 instructions: Instructions, approvals: Approvals, masker: Masker):
         self.settings = settings
         self.workspace = workspace
         self.env = env
         self.transcript = transcript
+        self.instructions = instructions
+        self.approvals = approvals
+        self.masker = masker
 
-    def configured(self, policy_gate: PolicyGate | None) -> bool:
-        """True when some host check must confirm before a run is ``completed``."""
-        if policy_gate is not None:
-            return policy_gate.policy.completion_configured
-        return bool(self.settings.verify)
+    # ------------------------------------------------------------------ the plan
 
-    async def decide(self, run: RunState, policy_gate: PolicyGate | None) -> bool:
-        """The model answered: run the checks.
+    def plan(self, gate: PolicyGate | None) -> CheckPlan:
+        """The checks in force for an execution (the loop policy's, else ``--verify``)."""
+        settings = self.settings
+        if gate is not None:
+            spec = gate.policy.completion
+            human = bool(spec and spec.human) or settings.human
+            configured = bool(spec and spec.configured) or human
+            source: Source = settings.verify_source if settings.verify or settings.human else (
+                "config" if configured else "none")
+            return CheckPlan(spec=spec, human=human, done_tool=spec.done_tool if spec else None,
+                             baseline=spec.baseline if spec else True, source=source,
+                             timeout_s=gate.policy.checker_timeout_s)
+        spec = CompletionSpec(command=settings.verify, timeout_s=settings.verify_timeout_s) if settings.verify else None
+        configured = spec is not None or settings.human
+        return CheckPlan(spec=spec, human=settings.human, source=settings.verify_source if configured else "none")
+
+    def check_view(self, plan: CheckPlan, run: RunState) -> CheckInForce:
+        """The receipt's ``check``: which check decided, where it came from, how it began."""
+        rec = run.record
+        return CheckInForce(summary=plan.summary(), source=plan.source if plan.configured else "none",
+                            route=rec.claim_route, baseline=rec.baseline, workspace_changed=run.workspace_changed,
+                            confirmed_by=rec.confirmed_by)
+
+    # ------------------------------------------------------------------ the baseline
+
+    async def baseline(self, run: RunState, gate: PolicyGate | None, plan: CheckPlan) -> None:
+        """Evaluate the checks once before the first model call (kept across a pause)."""
+        rec = run.record
+        if rec.baseline is not None or not plan.machine:
+            return
+        if not plan.baseline:
+            rec.baseline = "skipped"
+            return
+        try:
+            result = await self._run_checks(run, gate, plan)
+        except CheckerError as exc:
+            rec.baseline = "error"
+            run.emit(Notice(text=f"completion baseline: the check cannot run yet ({exc}); the run goes on"))
+            return
+        rec.baseline = "passed" if result.complete else "failed"
+        if result.complete:
+            digest = await asyncio.to_thread(digest_workspace, self.workspace)
+            rec.baseline_digest = {"sha256": digest.sha256, "files": digest.files, "truncated": digest.truncated}
+            run.emit(Notice(text="completion baseline: the check already passes before the run; only a change "
+                                 "to the workspace can make this run VERIFIED_COMPLETE"))
+        else:
+            run.emit(Notice(text=f"completion baseline: the check fails before the run ({result.reason})"))
+
+    # ------------------------------------------------------------------ a claim
+
+    async def decide(self, run: RunState, gate: PolicyGate | None, plan: CheckPlan, claim: Claim) -> bool:
+        """A completion claim: run the checks and record the verdict.
 
         Returns:
-            True when the run stopped; False after a recovery turn was appended (loop
-            policy, the check said not done, budget left).
+            True when the run stopped; False after host feedback was appended (a
+            recovery turn, a nudge after an empty answer, a person's rejection).
         """
-        if policy_gate is not None:
-            return await self._with_policy(run, policy_gate)
-        command = self.settings.verify
-        if not command:
-            run.stop("answer", "answer_returned", "the model answered; no completion check is configured")
+        rec = run.record
+        rec.claim_route = claim.route
+        if not plan.configured:
+            if claim.empty:
+                return self._empty(run, gate, None)
+            run.stop("answer", "answer_returned",
+                     "the model answered; " + ("the loop policy has no completion check" if gate is not None
+                                               else "no completion check is configured"))
             return True
-        run.emit(Notice(text=f"completion check: running `{command}`"))
-        try:
-            result = await run_command_check(command, workspace=self.workspace, env=self.env,
-                                             timeout_s=self.settings.verify_timeout_s)
-        except CheckerError as exc:
-            run.stop("checker_error", "checker_error", str(exc))
+        if plan.machine:
+            run.emit(Notice(text=f"completion check: running {plan.summary()}"))
+            before = len(self.transcript.messages)
+            try:
+                result = await self._run_checks(run, gate, plan)
+            except CheckerError as exc:
+                run.stop("checker_error", "checker_error", f"the completion check could not give a verdict: {exc}")
+                return True
+            if len(self.transcript.messages) != before:
+                run.stop("policy_stop", "state_changed",
+                         "the session changed while the completion check ran, so its verdict cannot confirm")
+                return True
+            rec.completion = result
+            if not result.complete:
+                run.emit(Notice(level="warning", text=f"completion check: not done — {result.reason}"))
+                if claim.empty:
+                    return self._empty(run, gate, result)
+                if gate is not None:
+                    return gate.apply(run, gate.guard.recover_completion(result))
+                run.stop("answer", "check_failed",
+                         f"the model {self._claimed(claim)} but the completion check {plan.summary()} failed "
+                         f"({result.reason})")
+                return True
+        if plan.human:
+            return await self._ask_person(run, gate, claim)
+        return self._passed(run, plan, claim)
+
+    def _claimed(self, claim: Claim) -> str:
+        return "called the done tool" if claim.route == "done_tool" else "answered"
+
+    def _passed(self, run: RunState, plan: CheckPlan, claim: Claim) -> bool:
+        rec = run.record
+        changed = self._workspace_changed(rec)
+        run.workspace_changed = changed
+        run.emit(Notice(phase="complete", text="completion check passed: the host confirmed the work is done"))
+        if rec.baseline == "passed" and changed is False:
+            run.stop("answer", "check_already_passing",
+                     f"the completion check {plan.summary()} passes, but it already passed before this run and "
+                     "the workspace did not change: nothing shows this run did the work")
             return True
-        run.record.completion = result
-        if result.complete:
-            run.emit(Notice(text=f"completion check passed: `{command}` exited 0"))
-            run.stop("answer", "completed", f"the model answered and the completion check `{command}` passed")
-        else:
-            run.emit(Notice(level="warning", text=f"completion check failed: `{command}` {result.reason}"))
-            run.stop("answer", "check_failed",
-                     f"the model answered but the completion check `{command}` failed ({result.reason})")
+        how = " (failing → passing)" if rec.baseline == "failed" else ""
+        run.stop("answer", "completed",
+                 f"the model {self._claimed(claim)} and every host completion check confirmed{how}")
         return True
 
-    async def _with_policy(self, run: RunState, gate: PolicyGate) -> bool:
-        if not gate.policy.completion_configured:
-            run.stop("answer", "answer_returned", "the model answered; the loop policy has no completion check")
+    def _workspace_changed(self, rec) -> bool | None:
+        if rec.baseline != "passed" or rec.baseline_digest is None:
+            return None
+        now = digest_workspace(self.workspace)
+        then = WorkspaceDigest(rec.baseline_digest["sha256"], int(rec.baseline_digest.get("files", 0)),
+                               bool(rec.baseline_digest.get("truncated")))
+        return not now.same_as(then)
+
+    def _empty(self, run: RunState, gate: PolicyGate | None, result: CompletionResult | None) -> bool:
+        """An answer with no text and no tool calls: one nudge with a policy, then UNCERTAIN."""
+        rec = run.record
+        if gate is not None and not rec.empty_nudged and gate.guard.tracker.try_recover():
+            rec.empty_nudged = True
+            rec.recovery_attempts = gate.guard.tracker.recovery_attempts
+            body = ("Your last reply had no text and no tool calls, so it is not an answer. Say what you did "
+                    "and what is left, or call a tool to go on.")
+            if result is not None and result.feedback:
+                body += "\n" + result.feedback
+            text = feedback_text("completion", body, rec.recovery_attempts, gate.policy.max_recovery_attempts)
+            self.transcript.append(Message.user(text, kind="feedback"))
+            run.emit(Notice(level="warning", phase="recovering",
+                            text=f"loop: recovering ({rec.recovery_attempts}/{gate.policy.max_recovery_attempts})"
+                                 " — the model's reply was empty"))
+            return False
+        run.stop("answer", "empty_answer", "the model's final reply had no text and no tool calls"
+                 + (" and the completion check did not pass" if result is not None else "")
+                 + "; an empty reply is not an answer")
+        return True
+
+    # ------------------------------------------------------------------ checks
+
+    async def _run_checks(self, run: RunState, gate: PolicyGate | None, plan: CheckPlan) -> CompletionResult:
+        """Every machine check of the plan.
+
+        Raises:
+            CheckerError: some check could not give a verdict.
+        """
+        spec = plan.spec
+        assert spec is not None
+        checker = gate.guard.checker if gate is not None else None  # python checkers need a loop policy
+        rec = run.record
+        tasks = self.instructions.tasks
+        packet = make_packet(execution_id=rec.execution_id, iteration=rec.steps, output_text=rec.output_text,
+                             observations=list(rec.observations), workspace=self.workspace,
+                             task_state=tasks.to_snapshot() if tasks is not None else None)
+        result = await run_completion_checks(
+            spec, workspace=self.workspace, env=self.env, observations=list(rec.observations), checker=checker,
+            packet=packet, checker_timeout_s=plan.timeout_s)
+        masked = {name: self.masker.text(getattr(result, name)) for name in ("reason", "feedback", "output")
+                  if getattr(result, name)}
+        return result.model_copy(update=masked) if masked else result
+
+    # ------------------------------------------------------------------ a person as the receipt
+
+    async def _ask_person(self, run: RunState, gate: PolicyGate | None, claim: Claim) -> bool:
+        """``completion.human``: ask now (interactive) or end WAITING for a person."""
+        text = self.masker.clean(claim.text)[:2000]
+        if not self.settings.interactive:
+            from amos.approvals import new_confirmation
+
+            run.pending = new_confirmation(run.record, text, owner=self.settings.approvals_owner,
+                                           deadline_s=self.settings.approvals_deadline_s)
+            run.stop("approval_required", "confirmation_pending",
+                     "the host checks passed and a person must confirm the work is done "
+                     f"(amos resume {self.transcript.session.id} --confirm | --reject REASON)")
             return True
-        run.emit(Notice(text="completion check: running the host checks"))
-        before = len(self.transcript.messages)
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.approvals.waiting[CONFIRMATION_ID] = future
+        run.emit(ConfirmationRequested(claim=text, route=claim.route,
+                                       resume_token=f"{self.transcript.session.id}:{run.execution_id}:"
+                                                    f"{CONFIRMATION_ID}"))
         try:
-            result = await gate.guard.check_completion(list(run.record.observations), gate.packet(run))
-        except CheckerError as exc:
-            run.stop("checker_error", "checker_error", str(exc))
+            confirmed, reason, _ = await future
+        finally:
+            self.approvals.waiting.pop(CONFIRMATION_ID, None)
+        return self.apply_confirmation(run, gate, ConfirmationRequest(
+            claim=text, decision="confirm" if confirmed else "reject", reason=reason, by=local_person()))
+
+    def apply_confirmation(self, run: RunState, gate: PolicyGate | None, request: ConfirmationRequest) -> bool:
+        """A person's answer to a completion claim.
+
+        Returns:
+            True when the run stopped (confirmed); False after the rejection's reason
+            was given to the model as host feedback.
+        """
+        rec = run.record
+        if request.decision == "confirm":
+            rec.confirmed_by = request.by or local_person()
+            run.stop("answer", "confirmed", f"{rec.confirmed_by} confirmed the work is done")
             return True
-        if len(self.transcript.messages) != before:
-            run.stop("policy_stop", "state_changed",
-                     "the session changed while the completion check ran, so its verdict cannot confirm")
-            return True
-        run.record.completion = result
-        if result.complete:
-            run.emit(Notice(phase="complete", text="completion check passed: the host confirmed the work is done"))
-            run.stop("answer", "completed", "the model answered and every host completion check confirmed")
-            return True
-        run.emit(Notice(level="warning", text=f"completion check: not done — {result.reason}"))
-        return gate.apply(run, gate.guard.recover_completion(result))
+        reason = self.masker.clean(request.reason or "no reason given")
+        body = f"A person reviewed your completion claim and rejected it: {reason}"
+        if gate is not None:
+            if not gate.guard.tracker.try_recover():
+                run.stop("recovery_exhausted", "recovery_exhausted",
+                         f"a person rejected the completion claim ({reason}) and the recovery budget is spent")
+                return True
+            rec.recovery_attempts = gate.guard.tracker.recovery_attempts
+            text = feedback_text("completion", body, rec.recovery_attempts, gate.policy.max_recovery_attempts)
+        else:
+            text = f"[amos host feedback — a person rejected the completion claim]\n{body}"
+        self.transcript.append(Message.user(text, kind="feedback"))
+        run.emit(Notice(level="warning", phase="recovering", text=f"completion rejected by a person: {reason}"))
+        return False
+
+
+CONFIRMATION_ID = "confirmation"
+"""The id an interactive confirmation is answered under (``Host.answer_confirmation``)."""
+
+
+def local_person() -> str:
+    """Who is at this terminal (``AMOS_USER``, else the login name)."""
+    import os
+
+    from amos.evidence.model import local_user_name
+
+    return os.environ.get("AMOS_USER") or local_user_name()

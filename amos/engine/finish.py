@@ -23,6 +23,7 @@ from amos.engine.tasks import Instructions
 from amos.engine.transcript import END_OF_RUN_FIELDS, Transcript
 from amos.errors import SessionError
 from amos.events import Notice, RunFinished
+from amos.policy.stop import CheckInForce
 from amos.receipts import build_receipt
 
 log = logging.getLogger("amos.runner")
@@ -48,13 +49,14 @@ class RunEnd:
         self.autosave = autosave
 
     def finish(self, run: RunState, gates: Sequence[Gate], *, completion_configured: bool,
-               policy: Any = None, doom: DoomGate | None = None) -> None:
+               check: CheckInForce | None = None, policy: Any = None, doom: DoomGate | None = None) -> None:
         """Record the run's end in the session, save, and emit ``RunFinished``.
 
         Args:
             run: the execution that stopped.
             gates: every gate of the run (``run_finishing`` is called on each).
-            completion_configured: a host completion check was configured.
+            completion_configured: a host completion check (or a person) was configured.
+            check: which check was in force and how it stood (the receipt's ``check``).
             policy: the loop policy in force (None: no policy).
             doom: the doom-loop gate, if detection is on.
         """
@@ -68,7 +70,8 @@ class RunEnd:
             rec, cause=run.cause, reason=run.reason, detail=run.detail, stop_condition=run.stop_condition,
             pending=pending_infos(run.pending, session.id), completion_configured=completion_configured,
             policy_hash=self.settings.policy_hash, policy_enabled=policy is not None,
-            max_recovery_attempts=policy.max_recovery_attempts if policy is not None else None)
+            max_recovery_attempts=policy.max_recovery_attempts if policy is not None else None,
+            check=check, workspace_changed=run.workspace_changed)
         if doom is not None:
             loop = loop.model_copy(update={"doom_loop": doom.diagnostics()})
         session.loop = loop

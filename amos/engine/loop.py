@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from amos.context import build_request
 from amos.engine.calls import CallPlanner
+from amos.engine.completion import CheckPlan, Claim
 from amos.engine.context_budget import reported_usage
 from amos.engine.doom import DoomGate
 from amos.engine.gates import Gate
@@ -68,6 +69,7 @@ class TurnLoop:
         self.permissions = PermissionGate(engine.settings, engine.approvals, engine.transcript, preset)
         self.doom = DoomGate(engine.doom_guard, engine.transcript) if engine.doom_guard is not None else None
         self.policy: PolicyGate | None = None
+        self.plan: CheckPlan = engine.completion.plan(None)
         self.gates: list[Gate] = []
         self.round: ToolRound | None = None
         self._wire()
@@ -77,7 +79,8 @@ class TurnLoop:
         engine = self.engine
         self.gates = [*builtin_gates(self.permissions, self.doom, self.policy), *engine.extra_gates]
         recorder = OutcomeRecorder(engine.tools, engine.transcript, engine.evidence, engine.masker, self.gates)
-        self.round = ToolRound(engine.tools, CallPlanner(engine.tools), self.gates, self.permissions, recorder)
+        self.round = ToolRound(engine.tools, CallPlanner(engine.tools), self.gates, self.permissions, recorder,
+                               done_tool=self.plan.done_tool)
 
     # ------------------------------------------------------------------ driving
 
@@ -115,6 +118,7 @@ class TurnLoop:
             try:
                 async with asyncio.timeout(timeout):
                     if await self._start_policy():
+                        await engine.completion.baseline(run, self.policy, self.plan)
                         await body()
             except TimeoutError:
                 run.stop("timeout", "timeout", f"the run's time limit of {timeout:g} s expired",
@@ -144,6 +148,7 @@ class TurnLoop:
                                              workspace=engine.workspace, env=engine.env)
         if self.policy is None:
             return False
+        self.plan = engine.completion.plan(self.policy)
         self._wire()
         return True
 
@@ -152,8 +157,8 @@ class TurnLoop:
         try:
             assert self.round is not None
             self.round.close_open_calls(run)
-            engine.run_end.finish(run, self.gates,
-                                  completion_configured=engine.completion.configured(self.policy),
+            engine.run_end.finish(run, self.gates, completion_configured=self.plan.configured,
+                                  check=engine.completion.check_view(self.plan, run),
                                   policy=self.policy.policy if self.policy is not None else None, doom=self.doom)
         except Exception as exc:  # noqa: BLE001 - the stream must end even on a bug
             log.exception("finishing the run failed")
@@ -179,6 +184,9 @@ class TurnLoop:
     async def resume(self, pending: PendingApproval) -> None:
         """Run the held calls of a pause (every one decided), then go on with the turns."""
         settings, run = self.engine.settings, self.run
+        if pending.confirmation is not None:
+            await self._resume_confirmation(pending)
+            return
         if pending.undecided() and not settings.interactive and not settings.auto_approve:
             run.pending = pending
             first = pending.undecided()[0]
@@ -191,6 +199,23 @@ class TurnLoop:
         if await self._tool_round(run.open_calls):
             return
         await self.turns()
+
+    async def _resume_confirmation(self, pending: PendingApproval) -> None:
+        """A completion claim a person was asked to confirm: decided now, or still WAITING."""
+        run, engine = self.run, self.engine
+        request = pending.confirmation
+        assert request is not None
+        if request.decision is None:
+            run.pending = pending
+            run.stop("approval_required", "confirmation_pending",
+                     f"a person must still confirm the work is done (amos resume {engine.transcript.session.id} "
+                     "--confirm | --reject REASON)")
+            return
+        engine.transcript.session.pending = None
+        if engine.completion.apply_confirmation(run, self.policy, request):
+            return
+        if not self._limits_reached():
+            await self.turns()
 
     # ------------------------------------------------------------------ the loop
 
@@ -206,7 +231,7 @@ class TurnLoop:
                 if await self._tool_round(turn.calls):
                     return
                 continue
-            if await self.engine.completion.decide(self.run, self.policy):
+            if await self.engine.completion.decide(self.run, self.policy, self.plan, Claim("answer", turn.text)):
                 return
             if self._limits_reached():
                 return
@@ -283,11 +308,16 @@ class TurnLoop:
     async def _tool_round(self, calls: list[ToolCallPart]) -> bool:
         """A tool round, the gates' view of it once it finished, and the limits."""
         assert self.round is not None
-        if await self.round.run(self.run, calls):
+        run = self.run
+        if await self.round.run(run, calls):
             return True
         for gate in self.gates:
-            await gate.round_finished(self.run)
-            if self.run.stopped:
+            await gate.round_finished(run)
+            if run.stopped:
+                return True
+        if run.done_claim is not None:  # the done tool: a completion claim at this step
+            claim, run.done_claim = run.done_claim, None
+            if await self.engine.completion.decide(run, self.policy, self.plan, Claim("done_tool", claim)):
                 return True
         return self._limits_reached()
 

@@ -33,6 +33,7 @@ from amos.engine.host import Host
 from amos.engine.masking import Masker
 from amos.engine.model import ModelSlot
 from amos.engine.options import (
+    HUMAN_VERIFY,
     NO_MODEL_HELP,
     Opened,
     RunOptions,
@@ -92,6 +93,8 @@ class _Choice:
     workspace: Path
     flag_verify: str | None
     verify: str | None
+    verify_source: str
+    human: bool
     max_steps: int
     base_url: str | None
 
@@ -170,11 +173,14 @@ def _choose(options: RunOptions, session: Session, config: AmosConfig, opened: O
     # Only --verify is remembered by the session; the config's completion.command is
     # read afresh every time, so editing the config takes effect on the next run.
     flag_verify = options.verify if options.verify is not None else host.verify
+    source = "flag" if options.verify is not None else "session"
     if demo and options.verify is None and opened.demo_workspace is not None:
-        flag_verify = demo_verify_command()
-    verify = flag_verify
-    if verify is None and config.loop_policy and config.loop_policy.completion:
+        flag_verify, source = demo_verify_command(), "flag"
+    human = flag_verify is not None and flag_verify.strip() == HUMAN_VERIFY
+    verify = None if human else flag_verify
+    if verify is None and not human and config.loop_policy and config.loop_policy.completion:
         verify = config.loop_policy.completion.command
+        source = "config"
     max_steps = options.max_steps or host.max_steps or config.run.max_steps
     if max_steps < 1:
         raise UsageError(f"--max-steps must be at least 1 (got {max_steps})")
@@ -184,6 +190,7 @@ def _choose(options: RunOptions, session: Session, config: AmosConfig, opened: O
         parse_model_spec(model)
         model = "scripted:" + str((cwd / model[len("scripted:"):]).resolve())
     return _Choice(model=model, demo=demo, workspace=workspace, flag_verify=flag_verify, verify=verify,
+                   verify_source=source if (verify or human) else "none", human=human,
                    max_steps=int(max_steps), base_url=options.base_url or host.base_url)
 
 
@@ -286,13 +293,22 @@ def _tool_manager(config: AmosConfig, choice: _Choice, opened: Opened, extra_too
     permissions = dict(config.tools.permissions)
     if choice.demo and opened.demo_workspace is not None:
         permissions.update({"write_file": "allow", "edit_file": "allow", "run_command": "allow"})
+    tools = builtin_tools() + extra_tools
+    completion = config.loop_policy.completion if config.loop_policy else None
+    if completion is not None and completion.done_tool:
+        from amos.engine.done_tool import done_tool
+
+        if completion.done_tool in {t.name for t in tools}:
+            raise ConfigError(f"done_tool {completion.done_tool!r} is the name of a tool amos already has; choose "
+                              "another name (e.g. \"done\")", json_path="loop_policy.completion.done_tool")
+        tools.append(done_tool(completion.done_tool))
     return ToolManager(
-        builtin_tools() + extra_tools, permissions=permissions,
+        tools, permissions=permissions,
         context=ToolContext(workspace=choice.workspace, command_timeout_s=float(config.tools.command_timeout_s),
                             max_output_bytes=int(config.tools.max_output_bytes), env=env))
 
 
-def _loop_policy(config: AmosConfig, tools: Any) -> LoopPolicy | None:
+def _loop_policy(config: AmosConfig, tools: Any, choice: _Choice) -> LoopPolicy | None:
     if config.loop_policy is None:
         return None
     policy = LoopPolicy.from_config(config.loop_policy)
@@ -300,6 +316,11 @@ def _loop_policy(config: AmosConfig, tools: Any) -> LoopPolicy | None:
         policy.check_tools({spec.name: tools.effect(spec.name) for spec in tools.specs()})
     except ValueError as exc:
         raise ConfigError(str(exc), json_path="loop_policy") from None
+    comp = policy.with_verify(choice.verify).completion
+    if comp is not None and comp.done_tool and not (comp.configured or comp.human or choice.human):
+        raise ConfigError("done_tool needs a completion check to decide the claim (command, files, require_tools, "
+                          "python or human, or --verify): a done call without a receipt is a false completion",
+                          json_path="loop_policy.completion.done_tool")
     return policy
 
 
@@ -310,6 +331,8 @@ def _settings(config: AmosConfig, options: RunOptions, choice: _Choice, loop_pol
         token_budget=config.run.token_budget,
         timeout_s=float(config.run.timeout_s) if config.run.timeout_s else None,
         verify=choice.verify,
+        verify_source=choice.verify_source,
+        human=choice.human,
         verify_timeout_s=float(policy.completion.timeout_s) if policy and policy.completion else 120.0,
         approvals_owner=config.approvals.owner,
         approvals_deadline_s=float(config.approvals.deadline_s),
@@ -350,6 +373,7 @@ def wire(*, config: AmosConfig, settings: RunSettings, session: Session, binding
     """
     autosave = binding.saved and settings.autosave
     masker = Masker(settings.secrets)
+    approvals = Approvals()
     transcript = Transcript(session, binding, journalled=autosave)
     instructions = Instructions(build_system_prompt(workspace, config.system_prompt), tasks, transcript, binding)
     env = dict(tools.context.env)
@@ -359,8 +383,8 @@ def wire(*, config: AmosConfig, settings: RunSettings, session: Session, binding
         context=ContextBudget(config.context, transcript, model, tools, instructions, binding, capture, masker,
                               autosave=autosave),
         evidence=EvidenceRecorder(capture, transcript, binding, autosave=autosave),
-        completion=Completion(settings, workspace, env, transcript),
-        approvals=Approvals(),
+        completion=Completion(settings, workspace, env, transcript, instructions, approvals, masker),
+        approvals=approvals,
         run_end=RunEnd(settings, transcript, binding, instructions, autosave=autosave),
         doom_guard=DoomLoopGuard.from_config(config.doom_loop, session.doom_loop) if config.doom_loop else None,
         extra_gates=list(extra_gates or []),
@@ -402,7 +426,7 @@ def open_host(options: RunOptions, *, extra_gates: list[Gate] | None = None) -> 
             extra_tools = evidence_tools(capture.store, lambda record_id: capture.known(record_id))
         tasks = _task_state(config, session)
         tools = _tool_manager(config, choice, opened, extra_tools)
-        settings = _settings(config, options, choice, _loop_policy(config, tools))
+        settings = _settings(config, options, choice, _loop_policy(config, tools, choice))
         _remember_host(session, options, choice)
         if lock is None and not options.no_save:
             lock = store.lock(session.id)

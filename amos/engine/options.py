@@ -21,6 +21,10 @@ NO_MODEL_HELP = (
 )
 
 
+HUMAN_VERIFY = "human"
+"""``--verify human``: a person confirms completion instead of (or besides) a command."""
+
+
 @dataclass
 class RunOptions:
     """What the user asked for on the command line or in the TUI.

@@ -18,6 +18,9 @@ class RunSettings:
         timeout_s: wall-clock limit of one run (seconds), or None.
         verify: completion-check command (``--verify`` or the config's
             ``completion.command``), or None.
+        verify_source: where ``verify`` (or ``human``) came from: ``flag`` (this run's
+            ``--verify``), ``session`` (remembered) or ``config``.
+        human: a person confirms completion (``--verify human``).
         verify_timeout_s: limit of one completion check (seconds).
         approvals_owner: who decides paused approvals (None → WAITING_UNROUTED).
         approvals_deadline_s: how long a paused approval may wait (seconds).
@@ -38,6 +41,8 @@ class RunSettings:
     token_budget: int | None = None
     timeout_s: float | None = None
     verify: str | None = None
+    verify_source: str = "none"
+    human: bool = False
     verify_timeout_s: float = 120.0
     approvals_owner: str | None = None
     approvals_deadline_s: float = 86400.0

@@ -40,6 +40,9 @@ class RunState:
         finish_detail: the provider's refusal text or detail of the latest turn.
         halted: set by a gate (the doom-loop ladder's stop) when every later call of
             the round must be refused instead of run or asked about.
+        workspace_changed: the workspace's digest differs from the completion baseline
+            (None: not compared).
+        done_claim: the summary of a done-tool call made in the current round, if any.
         started_monotonic: ``time.monotonic()`` when the run began (seconds).
     """
 
@@ -57,6 +60,8 @@ class RunState:
     turn_model: str = ""
     finish_detail: str | None = None
     halted: str | None = None
+    workspace_changed: bool | None = None
+    done_claim: str | None = None
     started_monotonic: float = field(default_factory=time.monotonic)
     queue: asyncio.Queue | None = field(default=None, repr=False)
     _emit: Callable[[RunEvent], None] | None = field(default=None, repr=False)

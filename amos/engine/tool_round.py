@@ -64,13 +64,21 @@ class OutcomeRecorder:
             outcome = outcome.model_copy(update={"completion": completion})
         self.record(run, call, outcome)
 
-    def record(self, run: RunState, call: PlannedCall, outcome: ToolOutcome) -> None:
-        """Mask, keep as evidence, append to the transcript, show the gates, announce."""
+    def record(self, run: RunState, call: PlannedCall, outcome: ToolOutcome, *, host_written: bool = False) -> None:
+        """Mask, keep as evidence, append to the transcript, show the gates, announce.
+
+        A result the host wrote (the done tool's) and a call of a tool that does not
+        exist get no evidence record: no receipt is invented for what no tool returned
+        (seeds/durable-tool-evidence.txt).
+        """
         run.running.discard(call.call_id)
         run.answered.add(call.call_id)
         outcome = self.masker.outcome(outcome)
         content = clean_text(outcome.content)
-        fields, projection, problem = self.evidence.record(call, outcome)
+        fields: dict[str, Any] = {}
+        projection = problem = None
+        if not host_written and call.tool is not None:
+            fields, projection, problem = self.evidence.record(call, outcome)
         if problem is not None:
             run.emit(Notice(level="error", text=problem))
         if projection is not None:
@@ -105,15 +113,17 @@ class ToolRound:
         gates: the gates in order (the permission gate first).
         permissions: the permission gate (it builds an approval pause).
         recorder: records outcomes.
+        done_tool: the done tool's name (its calls are answered by the host, last), or None.
     """
 
     def __init__(self, tools: ToolManager, planner: CallPlanner, gates: Sequence[Gate],
-                 permissions: PermissionGate, recorder: OutcomeRecorder):
+                 permissions: PermissionGate, recorder: OutcomeRecorder, done_tool: str | None = None):
         self.tools = tools
         self.planner = planner
         self.gates = gates
         self.permissions = permissions
         self.recorder = recorder
+        self.done_tool = done_tool
 
     async def run(self, run: RunState, calls: Sequence[ToolCallPart]) -> bool:
         """Run one round of tool calls.
@@ -122,6 +132,8 @@ class ToolRound:
             True when the run stopped (an approval pause, or a gate stopping it).
         """
         planned = [self.planner.plan(call) for call in calls]
+        done = [p for p in planned if p.valid and p.tool_name == self.done_tool]
+        planned = [p for p in planned if p not in done]
         for gate in self.gates:
             gate.round_declared(run, planned)
         reads: list[PlannedCall] = []
@@ -156,7 +168,25 @@ class ToolRound:
             else:
                 return True
         await flush()
+        self._answer_done(run, done)
         return False
+
+    def _answer_done(self, run: RunState, done: list[PlannedCall]) -> None:
+        """Done-tool calls, after every other call of the turn: the first is the claim."""
+        from amos.engine.done_tool import claim_text
+
+        for index, call in enumerate(done):
+            if index == 0:
+                run.done_claim = claim_text(call.call.arguments)
+                text = "completion claim received; the host is checking the work"
+                status: OutcomeStatus = "succeeded"
+            else:
+                text = f"not run: completion was already claimed by {done[0].call_id} in this turn"
+                status = "not_started"
+            outcome = self.tools.outcome_for(call.call, run.execution_id, status, text)
+            if status == "succeeded":
+                outcome = outcome.model_copy(update={"content": text, "error": None, "result": {"claimed": True}})
+            self.recorder.record(run, call, outcome, host_written=True)
 
     async def _flush(self, run: RunState, reads: list[PlannedCall]) -> None:
         if not reads:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from amos.policy.canonical import CanonicalizationError, canonicalize
+from amos.policy.destinations import FileCheck
 
 MAX_FINGERPRINT_BYTES = 64 * 1024
 """Bound of one fingerprint input (bytes of canonical JSON), seed "Bounds and recovery"."""
@@ -57,20 +58,27 @@ class CompletionSpec:
     Attributes:
         command: shell command that exits 0 when the work is done.
         timeout_s: limit of the command (seconds).
-        files: workspace-relative paths that must exist.
+        files: destination checks (:class:`~amos.policy.destinations.FileCheck`): paths
+            that must exist, with optional size, hash, JSON-schema and content rules.
         require_tools: tools that must have a ``succeeded`` observation this execution.
         python: ``"pkg.mod:func"`` checker.
+        baseline: evaluate the checks before the first model call (issue 16).
+        done_tool: name of the tool the model calls to declare completion, or None.
+        human: a person confirms completion.
     """
 
     command: str | None = None
     timeout_s: float = 120.0
-    files: tuple[str, ...] = ()
+    files: tuple[Any, ...] = ()
     require_tools: tuple[str, ...] = ()
     python: str | None = None
+    baseline: bool = True
+    done_tool: str | None = None
+    human: bool = False
 
     @property
     def configured(self) -> bool:
-        """True when at least one check kind is set."""
+        """True when at least one check the host runs is set (a person is not one)."""
         return bool(self.command or self.files or self.require_tools or self.python)
 
 
@@ -125,8 +133,10 @@ class LoopPolicy:
             max_tracked=config.max_tracked,
             read_only_tools=frozenset(config.read_only_tools) if config.read_only_tools is not None else None,
             completion=CompletionSpec(
-                command=comp.command, timeout_s=float(comp.timeout_s), files=tuple(comp.files),
-                require_tools=tuple(comp.require_tools), python=comp.python) if comp else None,
+                command=comp.command, timeout_s=float(comp.timeout_s),
+                files=tuple(FileCheck.of(f) for f in comp.files), require_tools=tuple(comp.require_tools),
+                python=comp.python, baseline=comp.baseline, done_tool=comp.done_tool,
+                human=comp.human) if comp else None,
             progress=ProgressSpec(command=prog.command, python=prog.python) if prog else None,
             checker_timeout_s=float(config.checker_timeout_s),
         )
@@ -140,8 +150,8 @@ class LoopPolicy:
 
     @property
     def completion_configured(self) -> bool:
-        """True when some completion check must confirm before ``completed``."""
-        return bool(self.completion and self.completion.configured)
+        """True when some completion check (or a person) must confirm before ``completed``."""
+        return bool(self.completion and (self.completion.configured or self.completion.human))
 
     def check_tools(self, effects: Mapping[str, str]) -> None:
         """Check ``read_only_tools`` against the tools' declared effects.
@@ -218,7 +228,10 @@ def _as_config_dict(policy: LoopPolicy) -> dict[str, Any]:
     if policy.read_only_tools is not None:
         data["read_only_tools"] = sorted(policy.read_only_tools)
     if data.get("completion"):
-        data["completion"] = {k: list(v) if isinstance(v, tuple) else v for k, v in data["completion"].items()}
+        comp = {k: list(v) if isinstance(v, tuple) else v for k, v in data["completion"].items()}
+        comp["files"] = [{k: v for k, v in f.items() if v is not None} if isinstance(f, dict) else f
+                         for f in comp.get("files", [])]
+        data["completion"] = comp
     return data
 
 

@@ -39,18 +39,52 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+Baseline = Literal["passed", "failed", "error", "skipped"]
+"""How the completion checks stood before the run's first model call (issue 16)."""
+
+
 class CompletionResult(_Model):
     """Verdict of one host completion check.
 
     Attributes:
-        complete: True only when the host check confirmed completion.
+        complete: True only when the host check confirmed completion (None in a receipt
+            whose run stopped before the checks ran at its end).
         reason: short reason word or sentence (at most 400 characters).
         feedback: what is missing, for the model (at most 2000 characters).
+        output: the last lines (at most ~15) of a failing check's output, secrets
+            masked — what people read in a text receipt.
+        baseline: how the checks stood before the run's first model call.
     """
 
-    complete: bool
+    complete: bool | None
     reason: str | None = None
     feedback: str | None = None
+    output: str | None = None
+    baseline: Baseline | None = None
+
+
+class CheckInForce(_Model):
+    """Which completion check decided a run, and where it came from (issue 16).
+
+    Attributes:
+        summary: the checks in one line (``command `pytest -q``, ``files report.json``,
+            ``a person``…), or ``none``.
+        source: ``flag`` (this run's ``--verify``), ``session`` (a check the session
+            remembers), ``config`` (``loop_policy.completion``), or ``none``.
+        route: how completion was claimed: ``answer`` (a turn without tool calls),
+            ``done_tool`` (the configured done tool), or None when nothing was claimed.
+        baseline: how the checks stood before the first model call.
+        workspace_changed: the workspace's files differ from the baseline (None: not
+            compared).
+        confirmed_by: the person who confirmed completion (``completion.human``).
+    """
+
+    summary: str = "none"
+    source: Literal["flag", "session", "config", "none"] = "none"
+    route: Literal["answer", "done_tool"] | None = None
+    baseline: Baseline | None = None
+    workspace_changed: bool | None = None
+    confirmed_by: str | None = None
 
 
 class ApprovalInfo(_Model):
@@ -84,6 +118,7 @@ class StopReceipt(_Model):
     recovery_attempts: int = 0
     usage: Usage = Field(default_factory=Usage)
     completion: CompletionResult | None = None
+    check: CheckInForce | None = None
     approval: ApprovalInfo | None = None
     pending_approvals: list[ApprovalInfo] = Field(default_factory=list)
     stop_condition: dict[str, Any] | None = None
@@ -155,6 +190,10 @@ class StopFacts:
         effect_succeeded: some write/unknown-effect tool call succeeded in the run.
         progress_changed: a host progress key changed during the run.
         reason: the reason word recorded with the cause.
+        baseline_passed: every check already passed before the first model call.
+        workspace_changed: the workspace's files changed since that baseline (None:
+            not compared).
+        confirmed_by_person: a person confirmed completion (``completion.human``).
     """
 
     completion_configured: bool = False
@@ -163,6 +202,9 @@ class StopFacts:
     effect_succeeded: bool = False
     progress_changed: bool = False
     reason: str = ""
+    baseline_passed: bool = False
+    workspace_changed: bool | None = None
+    confirmed_by_person: bool = False
 
 
 _BOUNDED = {"step_limit", "token_budget", "user_abort", "doom_loop", "output_limit"}
@@ -191,11 +233,21 @@ def decide_verdict(cause: str | None, facts: StopFacts) -> Verdict:
     if cause == "policy_stop" and facts.reason != "uncertain_effect":
         return "BOUNDED_STOP"
     if cause == "answer":
+        if facts.reason == "empty_answer":
+            return "UNCERTAIN"  # no text, no tool calls, and no check that passed
+        if facts.confirmed_by_person:
+            return "VERIFIED_COMPLETE" if facts.reason == "confirmed" else "UNCERTAIN"
         confirmed = facts.completion_confirmed is True
-        if (facts.reason == "completed") != confirmed and facts.reason in ("completed", "check_failed"):
+        if (facts.reason in ("completed", "check_already_passing")) != confirmed and \
+                facts.reason in ("completed", "check_failed", "check_already_passing"):
             return "UNCERTAIN"  # the recorded reason and the check's verdict disagree
         if facts.completion_configured:
-            return "VERIFIED_COMPLETE" if facts.completion_confirmed is True else "FALSE_COMPLETE"
+            if not confirmed:
+                return "FALSE_COMPLETE"
+            already = facts.baseline_passed and facts.workspace_changed is False
+            if already != (facts.reason == "check_already_passing"):
+                return "UNCERTAIN"
+            return "ANSWERED" if already else "VERIFIED_COMPLETE"
         return "ANSWERED"
     if cause == "recovery_exhausted":
         return "FALSE_COMPLETE"

@@ -64,15 +64,53 @@ async def run_command_check(
     """
     code, tail, _ = await run_bounded(command, workspace=workspace, env=env, timeout_s=timeout_s,
                                       what="completion check")
+    text = tail.decode("utf-8", errors="replace")[-FEEDBACK_TAIL_CHARS:]
+    broken = _broken_check(code, text)
+    if broken is not None:
+        raise CheckerError(f"completion check `{command}` {broken}")
     if code == 0:
         return CompletionResult(complete=True, reason="completed")
-    text = tail.decode("utf-8", errors="replace")[-FEEDBACK_TAIL_CHARS:]
     return CompletionResult(
         complete=False,
         reason=f"check exited {code}",
         feedback=(f"The completion check `{command}` exited {code}. "
                   + (f"Output tail:\n{text}" if text.strip() else "It printed nothing."))[:2000],
+        output=last_lines(text),
     )
+
+
+OUTPUT_LINES = 15
+"""Lines of a failing check's output a text receipt shows."""
+
+_SIGNALS = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
+            9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
+
+
+def last_lines(text: str, count: int = OUTPUT_LINES) -> str | None:
+    """The last ``count`` non-empty-trailing lines of ``text`` (None when it is blank)."""
+    lines = text.rstrip().splitlines()
+    return "\n".join(lines[-count:]) if lines else None
+
+
+def _broken_check(code: int, output: str) -> str | None:
+    """Why an exit status means the check could not give a verdict, else None.
+
+    126 (found but not executable), 127 (not found), death by a signal (a negative
+    status, or the shell's 128+N for the usual kill signals): the host's check broke,
+    which is never the model's fault (issue 16; spec/stop-receipts.md row 9).
+    """
+    first = next((line.strip() for line in output.splitlines() if line.strip()), "")
+    said = f": {first[:200]}" if first else ""
+    if code == 127:
+        return f"could not run (exit 127, command not found){said}"
+    if code == 126:
+        return f"could not run (exit 126, not executable){said}"
+    if code < 0:
+        name = _SIGNALS.get(-code, f"signal {-code}")
+        return f"was killed by {name}{said}"
+    if code - 128 in _SIGNALS:
+        return f"was killed by {_SIGNALS[code - 128]} (exit {code}){said}"
+    return None
 
 
 OUTPUT_TAIL_BYTES = 64 * 1024
@@ -167,20 +205,6 @@ async def run_progress_command(
         text = " ".join(tail.decode("utf-8", "replace").split())[-200:]
         raise CheckerError(f"progress command {command!r} exited {code}" + (f": {text}" if text else ""))
     return digest
-
-
-def check_files(files: Sequence[str], workspace: Path) -> CompletionResult:
-    """Every listed path (relative to the workspace) must exist.
-
-    Returns:
-        ``complete`` True, or False with feedback naming each missing file.
-    """
-    missing = [f for f in files if not (workspace / f).exists()]
-    if not missing:
-        return CompletionResult(complete=True, reason="files exist")
-    names = ", ".join(missing)
-    return CompletionResult(complete=False, reason=f"missing file(s): {names}"[:MAX_REASON_CHARS],
-                            feedback=f"These required files do not exist yet: {names}"[:MAX_FEEDBACK_CHARS])
 
 
 def check_required_tools(required: Sequence[str], observations: Sequence[LoopObservation]) -> CompletionResult:
@@ -409,7 +433,12 @@ async def run_completion_checks(
     if spec.command:
         results.append(await run_command_check(spec.command, workspace=workspace, env=env, timeout_s=spec.timeout_s))
     if spec.files:
-        results.append(check_files(spec.files, workspace))
+        from amos.policy.destinations import DestinationError, FileCheck, check_destinations
+
+        try:
+            results.append(check_destinations([FileCheck.of(f) for f in spec.files], workspace))
+        except DestinationError as exc:
+            raise CheckerError(f"file check: {exc}") from None
     if spec.require_tools:
         results.append(check_required_tools(spec.require_tools, observations))
     if spec.python and checker is not None:
