@@ -147,3 +147,17 @@ def test_check_base_url_accepts_what_the_config_accepts():
     assert check_base_url("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080/v1"
     with pytest.raises(UsageError, match="must be an http"):
         check_base_url("127.0.0.1:8080")
+
+
+def test_lone_surrogate_in_streamed_text_is_saved_as_an_escape(tmp_path, amos_home):
+    def chunk(delta: dict, finish: str | None = None) -> str:
+        return "data: " + json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                                      "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
+
+    body = chunk({"role": "assistant", "content": "half \ud83d"}) + chunk({"content": " done"}, "stop") + "data: [DONE]\n\n"
+    with WireServer() as server:
+        server.reply(200, body, sse=True)
+        code, out, stderr = run_json(f"{server.url}/v1", tmp_path)
+    assert code == 0, stderr
+    assert out["output_text"] == "half \\ud83d done"
+    assert cli("sessions", "show", out["session_id"]).exit_code == 0
