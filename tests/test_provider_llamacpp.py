@@ -20,7 +20,7 @@ from amos.providers import build_provider
 from amos.providers.base import ModelRequest
 from amos.providers.common import ProviderSettings
 from amos.providers.context_window import probe_context_window, window_from_error
-from tests.llamacpp_replay import LlamaCppPythonReplay
+from tests.llamacpp_replay import LlamaCppPythonReplay, LlamaServerReplay
 from tests.support import cli
 
 PROMPT = "Read the file a.txt and tell me the secret word."
@@ -192,3 +192,51 @@ def test_probe_finds_no_window_on_llama_cpp_python():
         assert probe_context_window(f"{server.url}/v1", "smollm2", timeout_s=2) is None
     assert [(r.method, r.path) for r in server.requests] == [
         ("GET", "/props"), ("GET", "/v1/models"), ("GET", "/api/ps"), ("POST", "/api/show")]
+
+
+# --------------------------------------------------------------------------- llama.cpp llama-server
+
+
+def test_probe_reads_llama_server_props():
+    with LlamaServerReplay() as server:
+        assert probe_context_window(f"{server.url}/v1", "smollm2") == 2048
+    assert [(r.method, r.path) for r in server.requests] == [("GET", "/props")]
+
+
+def test_llama_server_context_error_is_context_length_and_states_the_window(workspace):
+    with LlamaServerReplay() as server:
+        server.serve("ls_context_length_1")
+        code, out = run(server, workspace, {"max_tokens": 32})
+    assert stop(out) == ("FAILED", "provider_error", "context_length")
+    assert "exceeds the available context size (2048 tokens)" in out["stop"]["detail"]
+    assert window_from_error(out["stop"]["detail"]) == 2048
+    assert window_from_error("", json.loads(server.recording("ls_context_length_1").body)) == 2048
+
+
+def test_llama_server_streams_usage_and_ignores_tools_its_template_cannot_show(workspace):
+    with LlamaServerReplay() as server:
+        server.serve("ls_template_no_tools_1")
+        code, out = run(server, workspace, {"max_tokens": 64})
+    assert stop(out) == ("ANSWERED", "answer", "answer_returned")
+    assert out["usage"]["input_tokens"] == 128 and out["usage"]["output_tokens"] == 33  # 6 tools sent, none shown
+
+
+def test_llama_server_accepts_null_content_beside_tool_calls(workspace):
+    with LlamaServerReplay() as server:
+        server.serve("ls_content_null_1")
+        settings = ProviderSettings(provider_name="openai", model="smollm2", api_key="x", max_retries=0,
+                                    base_url=f"{server.url}/v1")
+        provider = build_provider(settings)
+        history = [
+            Message(role="user", parts=[TextPart(text=PROMPT)]),
+            Message(role="assistant", parts=[ToolCallPart(call_id="call_1", tool_name="read_file",
+                                                          arguments={"path": "a.txt"})]),
+            Message(role="tool", parts=[ToolResultPart(call_id="call_1", tool_name="read_file", content="x")]),
+        ]
+
+        async def call() -> list:
+            return [e async for e in provider.stream(ModelRequest(system="s", messages=history))]
+
+        events = asyncio.run(call())
+    assert server.requests[0].json["messages"][2]["content"] is None
+    assert events[-1].finish_reason == "length"

@@ -33,6 +33,7 @@ ERROR_KINDS = (
 _CONTEXT_WORDS = (
     "context_length", "context length", "context window", "prompt is too long",
     "too many tokens", "maximum context", "input token count", "exceeds the maximum",
+    "context size", "exceed_context_size", "context window",
 )
 
 
