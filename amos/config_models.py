@@ -67,11 +67,21 @@ def _check_model(value: str) -> str:
     return value
 
 
-def _check_url(value: str) -> str:
+def check_http_url(value: str) -> str:
+    """``value`` unchanged when it is an ``http://`` or ``https://`` URL with a host.
+
+    The one rule for every base URL, from the config file or ``--base-url`` (issue 23).
+
+    Raises:
+        ValueError: any other text ("must be an http:// or https:// URL").
+    """
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError("must be an http:// or https:// URL")
     return value
+
+
+_check_url = check_http_url
 
 
 def _check_env_name(value: str) -> str:
@@ -140,6 +150,10 @@ class ProviderConfig(_Model):
     """Retries the official SDK makes on transient errors."""
     timeout_s: Seconds = 600
     """Per-request timeout, seconds."""
+    max_tokens: PosInt | None = None
+    """Output cap per model call, tokens; null leaves it to the server (issue 23: a base model
+    on a local server ran 4,079 tokens for 467 s with no cap). Sent as ``max_completion_tokens``
+    to OpenAI, ``max_tokens`` to compatible servers and Anthropic, ``max_output_tokens`` to Gemini."""
 
 
 class OpenAIProviderConfig(ProviderConfig):
@@ -170,6 +184,14 @@ class OpenAICompatibleProviderConfig(ProviderConfig):
 
     base_url: BaseUrl | None = "http://localhost:11434/v1"
     """Server base URL; the default is a local Ollama."""
+    tool_choice: Literal["auto", "required", "none"] | None = None
+    """``tool_choice`` sent with every request that offers tools; null sends none (the server's
+    default). llama-cpp-python's ``chatml-function-calling`` format shows the model no tools
+    unless one is sent, and answers an empty stream to ``auto`` while streaming (README,
+    "Local models")."""
+    stream: bool = True
+    """Stream responses; false makes one non-streamed request per model call (for servers that
+    cannot stream tool calls), turned into the same events."""
 
 
 class ProvidersConfig(_Model):

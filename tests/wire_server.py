@@ -48,6 +48,8 @@ class Reply:
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
     byte_by_byte: bool = False
+    cut: bool = False
+    """Send the body as one HTTP chunk and close without the last chunk (a stream cut mid-way)."""
 
 
 class WireServer:
@@ -56,6 +58,8 @@ class WireServer:
     def __init__(self) -> None:
         self.replies: list[Reply] = []
         self.requests: list[Recorded] = []
+        self.route: Any = None
+        """Optional ``(Recorded) -> Reply | None`` asked before the queue (a validating replay)."""
         self._lock = threading.Lock()
         server = self
 
@@ -69,14 +73,24 @@ class WireServer:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
                 with server._lock:
-                    server.requests.append(Recorded(self.command, self.path, dict(self.headers.items()), body))
-                    reply = server.replies.pop(0) if server.replies else Reply(
-                        500, b'{"error": {"message": "wire server: no reply queued", "type": "server_error"}}',
-                        {"content-type": "application/json"})
+                    recorded = Recorded(self.command, self.path, dict(self.headers.items()), body)
+                    server.requests.append(recorded)
+                    reply = server.route(recorded) if server.route is not None else None
+                    if reply is None:
+                        reply = server.replies.pop(0) if server.replies else Reply(
+                            500, b'{"error": {"message": "wire server: no reply queued", "type": "server_error"}}',
+                            {"content-type": "application/json"})
                 self.send_response(reply.status)
                 headers = {"content-type": "application/json", **reply.headers}
                 for name, value in headers.items():
                     self.send_header(name, value)
+                if reply.cut:
+                    self.send_header("transfer-encoding", "chunked")
+                    self.end_headers()
+                    self.wfile.write(f"{len(reply.body):x}\r\n".encode() + reply.body + b"\r\n")
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
                 self.send_header("content-length", str(len(reply.body)))
                 self.end_headers()
                 if reply.byte_by_byte:
@@ -107,6 +121,7 @@ class WireServer:
         sse: bool = False,
         headers: dict[str, str] | None = None,
         byte_by_byte: bool = False,
+        cut: bool = False,
     ) -> None:
         """Queue one reply: a fixture path, raw text/bytes, or a JSON-able dict."""
         if isinstance(body, Path):
@@ -119,7 +134,7 @@ class WireServer:
             data = body
         merged = {"content-type": "text/event-stream"} if sse else {}
         merged.update(headers or {})
-        self.replies.append(Reply(status, data, merged, byte_by_byte))
+        self.replies.append(Reply(status, data, merged, byte_by_byte, cut))
 
     def __enter__(self) -> WireServer:
         self._thread.start()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from amos.errors import ConfigError, UsageError
-from amos.providers.common import ProviderSettings
+from amos.providers.common import ProviderSettings, check_base_url
 
 if TYPE_CHECKING:
     from amos.providers.base import Provider
@@ -71,10 +71,13 @@ def create_provider(
         A ready ``Provider``.
 
     Raises:
-        UsageError: a malformed model string.
+        UsageError: a malformed model string, or a ``base_url`` that is not an
+            http(s) URL with a host.
         ConfigError: a missing API key (naming the variable) or a bad script file.
     """
     provider, model = parse_model_spec(spec)
+    if base_url is not None:
+        check_base_url(base_url)
     if provider == "scripted":
         from amos.providers.scripted import ScriptedProvider
 
@@ -110,6 +113,8 @@ def create_provider(
         timeout_s=float(getattr(pconf, "timeout_s", 600)),
         max_tokens=getattr(pconf, "max_tokens", None),
         secrets=secret_values(config),
+        tool_choice=getattr(pconf, "tool_choice", None),
+        stream=getattr(pconf, "stream", True),
     )
     return build_provider(settings)
 

@@ -58,6 +58,7 @@ from amos.providers.common import (
     error_kind,
     generated_call_id,
     provider_error,
+    serialisable,
     with_details,
 )
 
@@ -250,7 +251,7 @@ class _TurnState:
             delta = event.delta
             dtype = delta.type
             if dtype == "text_delta":
-                return TextDeltaEvent(delta.text) if delta.text else None
+                return TextDeltaEvent(serialisable(delta.text)) if delta.text else None
             block = self.blocks.get(event.index)
             if block is None:
                 return None

@@ -18,10 +18,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from amos.errors import ProviderError
+from amos.errors import ProviderError, UsageError
 from amos.redact import mask_url
 
 ERROR_KINDS = (
@@ -32,6 +33,7 @@ ERROR_KINDS = (
 _CONTEXT_WORDS = (
     "context_length", "context length", "context window", "prompt is too long",
     "too many tokens", "maximum context", "input token count", "exceeds the maximum",
+    "context size", "exceed_context_size", "context window",
 )
 
 
@@ -52,6 +54,10 @@ class ProviderSettings:
             the provider default.
         secrets: values that must never appear in an error message (the key, plus
             the value of every configured key variable set in the environment).
+        tool_choice: ``auto``, ``required`` or ``none``, sent with requests that offer
+            tools; None sends nothing (``openai-compatible`` only, issue 23).
+        stream: False makes one non-streamed request per call (``openai-compatible``
+            only, issue 23); the events are the same.
     """
 
     provider_name: str
@@ -62,10 +68,35 @@ class ProviderSettings:
     timeout_s: float = 600.0
     max_tokens: int | None = None
     secrets: tuple[str, ...] = field(default=(), repr=False)
+    tool_choice: str | None = None
+    stream: bool = True
 
     def __repr__(self) -> str:  # the key must never be printed by accident
         return (f"ProviderSettings(provider_name={self.provider_name!r}, model={self.model!r}, "
                 f"base_url={mask_url(self.base_url) if self.base_url else None!r})")
+
+
+def check_base_url(value: str, *, source: str = "--base-url") -> str:
+    """``value`` unchanged when it is a usable base URL, by the config file's own rule.
+
+    Checked before any request, so a bad ``--base-url`` is a usage error (exit 2) like
+    the same value in the config, not a connection retried for seconds (issue 23).
+
+    Args:
+        value: the URL as given.
+        source: where it came from, for the message (``--base-url``).
+
+    Raises:
+        UsageError: not an ``http://`` or ``https://`` URL with a host.
+    """
+    from amos.config_models import check_http_url
+
+    try:
+        return check_http_url(value)
+    except ValueError:
+        shown = mask_url(value) if "@" in value or "?" in value else value
+        raise UsageError(f"{source} {json.dumps(serialisable(shown))} must be an http:// or https:// URL "
+                         "with a host, e.g. http://127.0.0.1:8080/v1") from None
 
 
 def decode_arguments(raw: Any) -> tuple[Any, str | None]:
@@ -170,6 +201,85 @@ def error_kind(status: int | None, message: str = "", *, code: str | None = None
     return "bad_request"
 
 
+MAX_DETAIL_CHARS = 2000
+"""Longest provider error detail kept, characters (issue 23: a 300-character cut hid the
+field a llama-cpp-python 500 named). Longer details end in ``…``."""
+
+_FIELD_LINE = re.compile(r"^\s*[\w\-\[\]]+(\.[\w\-\[\]]+)+\s*$")
+
+
+def serialisable(text: str) -> str:
+    """``text`` that encodes as UTF-8: surrogate pairs joined, lone surrogates as ``\\udXXX``.
+
+    Text from outside (an SDK exception, a JSON body with a ``"\\ud800"`` escape) may hold
+    lone surrogates, which no JSON writer of amos can save (issue 17 item 10): they become
+    the six visible characters of their escape. Valid text is returned as it is.
+    """
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+        return joined.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def error_detail(message: str, secrets: tuple[str, ...] = (), *, limit: int = MAX_DETAIL_CHARS) -> str:
+    """A provider's error text as one bounded, secret-free, serialisable line.
+
+    The first line is kept whole. When it does not itself name the field at fault
+    (``7 validation errors:``), the first later line that does is kept whole too, joined
+    with `` | ``: a pydantic error line (``{'type': …, 'loc': (…), 'msg': …}``, as
+    llama-cpp-python sends) that is not a union branch ruled out by its ``role``, or a
+    dotted field line (``messages.2.content``) with the reason line after it. Whitespace
+    runs become one space (issue 23: the 300-character cut showed two of seven errors and
+    not the one about ``content``).
+
+    Args:
+        message: the provider's error text, any length.
+        secrets: values to mask (see ``scrub``).
+        limit: most characters returned (the last one ``…`` when cut).
+
+    Returns:
+        The detail, at most ``limit`` characters, or ``no details`` for blank text.
+    """
+    text = serialisable(scrub(str(message), secrets))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return "no details"
+    keep = [lines[0]]
+    if len(lines) > 1 and not _names_field(lines[0]):
+        keep += _field_lines(lines[1:200])
+    detail = " | ".join(" ".join(line.split()) for line in keep)
+    return detail if len(detail) <= limit else detail[:limit - 1] + "…"
+
+
+def _names_field(line: str) -> bool:
+    return "'loc':" in line or bool(_FIELD_LINE.match(line))
+
+
+def _field_lines(lines: list[str]) -> list[str]:
+    """The first line (or field + reason pair) naming the field really at fault."""
+    import ast
+
+    parsed: list[tuple[str, dict[str, Any]]] = []
+    for n, line in enumerate(lines):
+        if _FIELD_LINE.match(line):
+            return lines[n:n + 2]
+        if "'loc':" in line and len(line) < 20_000:
+            try:
+                value = ast.literal_eval(line.rstrip(","))
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                value = None
+            if isinstance(value, dict) and isinstance(value.get("loc"), (tuple, list)):
+                parsed.append((line, value))
+    ruled_out = {tuple(err["loc"][:-1]) for _, err in parsed
+                 if err.get("type") == "literal_error" and err["loc"] and err["loc"][-1] in ("role", "type")}
+    for line, err in parsed:
+        if tuple(err["loc"][:-1]) not in ruled_out:
+            return [line]
+    return [parsed[0][0]] if parsed else []
+
+
 def provider_error(
     provider_name: str,
     kind: str,
@@ -180,10 +290,12 @@ def provider_error(
 ) -> ProviderError:
     """A ``ProviderError`` whose one-line message names the kind and the provider.
 
-    The message is cut to its first line, at most 300 characters, and scrubbed of
-    secrets, so it is safe for the screen, ``--json`` and the session file.
+    The detail is ``error_detail(message)``: the whole first line (and the line naming
+    the field, for a multi-line validation error), at most ``MAX_DETAIL_CHARS``
+    characters, scrubbed of secrets and serialisable, so it is safe for the screen,
+    ``--json`` and the session file.
     """
-    first = " ".join(scrub(str(message), secrets).split())[:300] or "no details"
+    first = error_detail(message, secrets)
     where = f"HTTP {status} " if status else ""
     hint = ""
     if status == 404:
@@ -197,7 +309,7 @@ def error_body_message(body: Any) -> tuple[str, str | None]:
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict):
-            message = err.get("message") or json.dumps(err)[:300]
+            message = err.get("message") or json.dumps(err)
             code = err.get("type") or err.get("code") or err.get("status")
             return str(message), str(code) if code is not None else None
         if isinstance(err, str):

@@ -59,6 +59,7 @@ from amos.providers.common import (
     error_kind,
     generated_call_id,
     provider_error,
+    serialisable,
     with_details,
 )
 from amos.tools.base import ToolSpec
@@ -193,7 +194,7 @@ class GoogleProvider:
             try:
                 async for chunk in chunks:
                     for text in turn.feed(chunk):
-                        yield TextDeltaEvent(text)
+                        yield TextDeltaEvent(serialisable(text))
             finally:
                 await chunks.aclose()
         except genai_errors.APIError as exc:

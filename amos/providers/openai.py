@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+import httpx2
 import openai
 
 from amos.errors import ProviderError
@@ -46,6 +47,7 @@ from amos.providers.common import (
     error_kind,
     generated_call_id,
     provider_error,
+    serialisable,
     with_details,
 )
 from amos.redact import mask_url
@@ -172,7 +174,10 @@ def _append_assistant(out: list[dict[str, Any]], message: Message, provider_name
     text = message.text
     if not calls and not text:
         return  # an empty turn (e.g. a refusal): nothing the API would accept
-    wire: dict[str, Any] = {"role": "assistant", "content": text or None}
+    # OpenAI takes null content beside tool calls; llama-cpp-python answers it with HTTP 500
+    # ("Input should be a valid string"), and "" is accepted everywhere we know of (issue 23).
+    empty = "" if provider_name == "openai-compatible" else None
+    wire: dict[str, Any] = {"role": "assistant", "content": text or empty}
     if calls:
         wire["tool_calls"] = [_wire_tool_call(c, provider_name) for c in calls]
     out.append(wire)
@@ -190,11 +195,13 @@ def _append_assistant(out: list[dict[str, Any]], message: Message, provider_name
 def request_body(request: ModelRequest, settings: ProviderSettings) -> dict[str, Any]:
     """Keyword arguments for ``chat.completions.create``; the SDK sends them as the JSON body.
 
-    ``tools`` is omitted when no tool is offered. ``tool_choice`` and ``parallel_tool_calls`` are left to their defaults (``auto`` and
-    true): some models reject ``parallel_tool_calls`` outright. The output cap goes in
-    ``max_completion_tokens`` for OpenAI and in ``max_tokens`` for compatible servers
-    (which do not all know the newer name); it is the request's cap, else the configured
-    ``max_tokens`` (tokens), else none.
+    ``tools`` is omitted when no tool is offered. ``tool_choice`` is sent with tools only
+    when configured (``settings.tool_choice``: llama-cpp-python's function-calling format
+    needs it, issue 23); ``parallel_tool_calls`` is left to its default (true): some models
+    reject it outright. The output cap goes in ``max_completion_tokens`` for OpenAI and in
+    ``max_tokens`` for compatible servers (which do not all know the newer name); it is the
+    request's cap, else the configured ``max_tokens`` (tokens), else none. With
+    ``settings.stream`` false the body asks for one whole response (``stream: false``).
     """
     body: dict[str, Any] = {
         "model": settings.model,
@@ -202,12 +209,17 @@ def request_body(request: ModelRequest, settings: ProviderSettings) -> dict[str,
     }
     if request.tools:
         body["tools"] = chat_tools(request.tools)
+        if settings.tool_choice:
+            body["tool_choice"] = settings.tool_choice
     cap = request.max_output_tokens if request.max_output_tokens is not None else settings.max_tokens
     if cap is not None:
         key = "max_completion_tokens" if settings.provider_name == "openai" else "max_tokens"
         body[key] = cap
-    body["stream"] = True
-    body["stream_options"] = {"include_usage": True}
+    if settings.stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    else:
+        body["stream"] = False
     return body
 
 
@@ -257,6 +269,7 @@ class ChatStreamAssembler:
         self.finish_reason: str | None = None
         self.refusal: list[str] = []
         self.usage: Any = None
+        self.chunks = 0
 
     def feed(self, chunk: Any) -> str | None:
         """Take one chunk; return its text delta (None when it has none).
@@ -264,6 +277,7 @@ class ChatStreamAssembler:
         Args:
             chunk: an SDK ``ChatCompletionChunk`` (or anything with the same attributes).
         """
+        self.chunks += 1
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self.usage = usage
@@ -282,12 +296,45 @@ class ChatStreamAssembler:
                 self._tool_delta(tc)
         refusal = delta.refusal
         if refusal:
-            self.refusal.append(refusal)
-        return delta.content or None
+            self.refusal.append(serialisable(refusal))
+        text = delta.content
+        return serialisable(text) if text else None
 
-    def _tool_delta(self, tc: Any) -> None:
+    def feed_completion(self, completion: Any) -> str | None:
+        """Take a whole (non-streamed) ``ChatCompletion``; return its text (None when none).
+
+        The calls, finish reason and usage are kept as ``feed`` keeps them, so ``finish``
+        gives the same events for either mode. A legacy ``function_call`` on a message
+        with no ``tool_calls`` counts as one call.
+        """
+        self.chunks += 1
+        usage = getattr(completion, "usage", None)
+        if usage is not None:
+            self.usage = usage
+        choices = getattr(completion, "choices", None)
+        if not choices:
+            return None
+        choice = choices[0]
+        if choice.finish_reason:
+            self.finish_reason = choice.finish_reason
+        message = getattr(choice, "message", None)
+        if message is None:
+            return None
+        calls = list(getattr(message, "tool_calls", None) or ())
+        legacy = getattr(message, "function_call", None)
+        if not calls and legacy is not None:
+            calls = [_LegacyCall(legacy)]
+        for position, tc in enumerate(calls):
+            self._tool_delta(tc, position=position)
+        refusal = getattr(message, "refusal", None)
+        if refusal:
+            self.refusal.append(serialisable(refusal))
+        text = message.content
+        return serialisable(text) if text else None
+
+    def _tool_delta(self, tc: Any, *, position: int | None = None) -> None:
         call_id = tc.id
-        index = getattr(tc, "index", None)
+        index = getattr(tc, "index", None) if position is None else position
         buf = self._by_index.get(index)
         fn = tc.function
         name = fn.name if fn is not None else None
@@ -304,7 +351,7 @@ class ChatStreamAssembler:
             args = fn.arguments
             if isinstance(args, str):
                 if args:
-                    buf.parts.append(args)
+                    buf.parts.append(serialisable(args))
             elif args is not None:
                 buf.whole = args
         extra = tc.model_extra if hasattr(tc, "model_extra") else None
@@ -337,10 +384,18 @@ class ChatStreamAssembler:
         events: list[ProviderEvent] = [ToolCallEvent(c) for c in calls]
         refusal = "".join(self.refusal) or None
         reason = self._reason(bool(calls), refusal)
-        detail = self.finish_reason if reason != "error" else (
-            "the stream ended without a finish reason (the response was cut off or was not a chat stream)")
+        detail = self.finish_reason if reason != "error" else self._no_finish_detail()
         events.append(FinishEvent(reason, self._usage(), refusal=refusal, detail=detail))
         return events
+
+    def _no_finish_detail(self) -> str:
+        if self.chunks == 0 and self.provider_name == "openai-compatible":
+            # Recorded from llama-cpp-python 0.3.36: an error after it started streaming
+            # (tool_choice auto/required, a prompt over its n_ctx) ends the 200 at once.
+            return ("the server sent an empty stream (HTTP 200 and no chunk): llama-cpp-python does this when it "
+                    "fails after starting to stream (tool_choice auto or required, or a prompt longer than its "
+                    "context window); set providers.openai-compatible.stream to false to see the server's error")
+        return "the stream ended without a finish reason (the response was cut off or was not a chat stream)"
 
     def _reason(self, has_calls: bool, refusal: str | None) -> FinishReason:
         raw = self.finish_reason
@@ -370,6 +425,19 @@ class ChatStreamAssembler:
         )
 
 
+def _count(chunks: int) -> str:
+    return f"{chunks} chunk" if chunks == 1 else f"{chunks} chunks"
+
+
+class _LegacyCall:
+    """A message's legacy ``function_call`` seen as a tool call without an id."""
+
+    def __init__(self, function: Any) -> None:
+        self.id = None
+        self.function = function
+        self.model_extra = None
+
+
 # --------------------------------------------------------------------------- errors
 
 _CODE_STATUS = (
@@ -389,8 +457,13 @@ def _status_for_code(body: Any) -> int:
     return next((status for word, status in _CODE_STATUS if word in text), 500)
 
 
-def map_error(exc: Exception, settings: ProviderSettings) -> ProviderError:
+def map_error(exc: Exception, settings: ProviderSettings, *, chunks: int | None = None) -> ProviderError:
     """A ``ProviderError`` for an SDK exception (after the SDK's own retries).
+
+    With ``chunks`` set (the response had started: HTTP 200 and that many chunks read),
+    a broken connection is ``connection`` saying the stream was cut after so many chunks,
+    and a read timeout is ``timeout`` saying the stream stalled: the server was reached,
+    so "cannot reach" would mislead (issue 23).
 
     ``APITimeoutError`` → ``timeout``; ``APIConnectionError`` → ``connection``;
     ``APIStatusError`` → kind from its status and body; a bare ``APIError`` (an
@@ -400,12 +473,24 @@ def map_error(exc: Exception, settings: ProviderSettings) -> ProviderError:
     secrets = settings.secrets + ((settings.api_key,) if settings.api_key else ())
     name = settings.provider_name
     where = mask_url(settings.base_url) if settings.base_url else "the OpenAI API"
-    if isinstance(exc, openai.APITimeoutError):
+    transport = isinstance(exc, (openai.APIConnectionError, httpx2.TransportError))
+    cause = (exc.__cause__ or exc.__context__) if isinstance(exc, openai.APIConnectionError) else exc
+    detail = f": {type(cause).__name__}: {cause}" if cause is not None else ""
+    timed_out = isinstance(exc, (openai.APITimeoutError, httpx2.TimeoutException))
+    if transport and chunks is not None:
+        if timed_out:
+            return provider_error(name, "timeout", f"the stream from {where} stalled after {_count(chunks)}: "
+                                  f"no data within {settings.timeout_s:g} s", secrets=secrets)
+        return provider_error(name, "connection", f"the stream from {where} was cut after {_count(chunks)} "
+                              f"(the server was reached; the connection broke mid-stream){detail}", secrets=secrets)
+    if timed_out:
         return provider_error(name, "timeout", f"no answer from {where} within {settings.timeout_s:g} s",
                               secrets=secrets)
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__ or exc.__context__
-        detail = f": {type(cause).__name__}: {cause}" if cause is not None else ""
+    if transport and isinstance(cause, httpx2.TransportError) and not isinstance(
+            cause, (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.ProxyError)):
+        return provider_error(name, "connection", f"the connection to {where} broke before the response was "
+                              f"complete{detail}", secrets=secrets)
+    if transport:
         return provider_error(name, "connection", f"cannot reach {where}{detail}", secrets=secrets)
     if isinstance(exc, openai.APIStatusError):
         message, code = error_body_message(exc.body)
@@ -465,18 +550,25 @@ class OpenAIChatProvider:
         body = request_body(request, self.settings)
         assembler = ChatStreamAssembler(self.provider_name, lambda: _seed_of(body))
         try:
-            stream = await self._sdk_client().chat.completions.create(**body)
-        except openai.OpenAIError as exc:
+            response = await self._sdk_client().chat.completions.create(**body)
+        except (openai.OpenAIError, json.JSONDecodeError, httpx2.TransportError) as exc:
             raise map_error(exc, self.settings) from None
-        try:
-            async for chunk in stream:
-                text = assembler.feed(chunk)
-                if text:
-                    yield TextDeltaEvent(text)
-        except (openai.OpenAIError, json.JSONDecodeError) as exc:
-            raise map_error(exc, self.settings) from None
-        finally:
-            await stream.close()
+        if not body["stream"]:
+            text = assembler.feed_completion(response)
+            if text:
+                yield TextDeltaEvent(text)
+        else:
+            chunks = 0
+            try:
+                async for chunk in response:
+                    chunks += 1
+                    text = assembler.feed(chunk)
+                    if text:
+                        yield TextDeltaEvent(text)
+            except (openai.OpenAIError, json.JSONDecodeError, httpx2.TransportError) as exc:
+                raise map_error(exc, self.settings, chunks=chunks) from None
+            finally:
+                await response.close()
         for event in assembler.finish():
             yield event
 

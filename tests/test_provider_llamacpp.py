@@ -1,0 +1,242 @@
+"""``amos run`` against traffic recorded from a real llama-cpp-python server (issue 23).
+
+The real CLI and the real ``openai`` SDK speak HTTP to ``LlamaCppPythonReplay``, which
+serves what llama-cpp-python 0.3.36 answered and refuses requests the way it did
+(tests/data/providers/llamacpp/README.md says how each recording was made).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from amos.errors import ProviderError
+from amos.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from amos.providers import build_provider
+from amos.providers.base import ModelRequest
+from amos.providers.common import ProviderSettings
+from amos.providers.context_window import probe_context_window, window_from_error
+from tests.llamacpp_replay import LlamaCppPythonReplay, LlamaServerReplay
+from tests.support import cli
+
+PROMPT = "Read the file a.txt and tell me the secret word."
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("The secret word is pineapple.\n", encoding="utf-8")
+    return ws
+
+
+def run(server: LlamaCppPythonReplay, workspace: Path, settings: dict[str, Any], *extra: str,
+        prompt: str = PROMPT, config: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+    data = {"providers": {"openai-compatible": {"max_retries": 0, **settings}}, **(config or {})}
+    path = workspace.parent / "amos.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    result = cli("run", "--config", str(path), "--model", "openai-compatible:smollm2", "--base-url",
+                 f"{server.url}/v1", "--workspace", str(workspace), *extra, "--json", prompt)
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    return result.exit_code, json.loads(lines[0])
+
+
+def stop(out: dict[str, Any]) -> tuple[str, str, str]:
+    return out["stop"]["verdict"], out["stop"]["cause"], out["stop"]["reason"]
+
+
+def without_system(body: dict[str, Any]) -> dict[str, Any]:
+    """A request body minus the system prompt (it names the workspace path) and call ids."""
+    data = json.loads(json.dumps(body))
+    data["messages"] = data["messages"][1:]
+    for message in data["messages"]:
+        for call in message.get("tool_calls") or ():
+            call["id"] = "ID"
+        if message.get("role") == "tool":
+            message["tool_call_id"] = "ID"
+    return data
+
+
+def test_tool_round_trip_not_streamed_with_tool_choice_auto(workspace):
+    with LlamaCppPythonReplay() as server:
+        server.serve("roundtrip_1", "roundtrip_2", "roundtrip_3")
+        code, out = run(server, workspace, {"tool_choice": "auto", "stream": False, "max_tokens": 48},
+                        "--max-steps", "3")
+    assert server.refusals == []
+    # The model called read_file, got its result back (the server accepted it), and asked
+    # for more: SmolLM2 in this chat format never sees tool results (README), so it loops.
+    assert [(c["tool"], c["status"]) for c in out["tool_calls"]] == [
+        ("read_file", "succeeded"), ("list_dir", "failed"), ("list_dir", "failed")]
+    assert stop(out) == ("BOUNDED_STOP", "step_limit", "iteration_limit") and code == 6
+    assert out["usage"]["input_tokens"] == 1099 + 1157 + 1202 and out["usage"]["model_calls"] == 3
+    recorded = server.recording("roundtrip_2").request
+    sent = [r.json for r in server.requests]
+    assert without_system(sent[1]) == without_system(recorded)  # what amos sends is what was recorded
+    assistant = sent[1]["messages"][2]
+    assert assistant["content"] == "" and assistant["tool_calls"][0]["function"]["name"] == "read_file"
+    assert sent[1]["messages"][3]["content"].endswith("The secret word is pineapple.\n")
+    assert all(b["tool_choice"] == "auto" and b["stream"] is False and b["max_tokens"] == 48 for b in sent)
+    assert all("stream_options" not in b for b in sent)
+
+
+def test_null_content_gets_the_recorded_500_with_the_field_named(workspace):
+    """What amos sent before the fix (the ``openai`` flavour still sends null, as OpenAI accepts)."""
+    history = [
+        Message(role="user", parts=[TextPart(text=PROMPT)]),
+        Message(role="assistant", parts=[ToolCallPart(call_id="call_1", tool_name="read_file",
+                                                      arguments={"path": "a.txt"})]),
+        Message(role="tool", parts=[ToolResultPart(call_id="call_1", tool_name="read_file", content="pineapple")]),
+    ]
+    with LlamaCppPythonReplay() as server:
+        settings = ProviderSettings(provider_name="openai", model="smollm2", api_key="x", max_retries=0,
+                                    base_url=f"{server.url}/v1", stream=False, tool_choice="auto")
+        provider = build_provider(settings)
+
+        async def call() -> None:
+            async for _ in provider.stream(ModelRequest(system="s", messages=history)):
+                pass
+
+        with pytest.raises(ProviderError) as caught:
+            asyncio.run(call())
+    assert server.refusals == ["content_null_1"]
+    assert server.requests[0].json["messages"][2]["content"] is None
+    message = str(caught.value)
+    assert caught.value.kind == "server" and "HTTP 500" in message
+    assert message.startswith("openai HTTP 500 server: 7 validation errors: | ")
+    assert "'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input should be a valid string'" in message
+
+
+def test_without_tool_choice_the_model_answers_text_and_no_usage(workspace):
+    with LlamaCppPythonReplay() as server:
+        server.serve("tools_no_choice_1")
+        code, out = run(server, workspace, {"max_tokens": 48})
+    assert code == 0 and stop(out) == ("ANSWERED", "answer", "answer_returned")
+    assert out["output_text"].startswith("The secret word:")
+    assert out["tool_calls"] == []
+    assert out["usage"]["model_calls"] == 1 and out["usage"]["input_tokens"] == 0  # the stream had no usage
+    body = server.requests[0].json
+    assert body["stream"] is True and "tool_choice" not in body and len(body["tools"]) == 6
+
+
+def test_streaming_with_tool_choice_auto_is_an_empty_stream_and_says_what_to_set(workspace):
+    with LlamaCppPythonReplay() as server:
+        code, out = run(server, workspace, {"tool_choice": "auto"})
+    assert server.refusals == ["auto_stream_1"]
+    assert code == 1 and stop(out) == ("FAILED", "provider_error", "bad_response")
+    assert "empty stream" in out["stop"]["detail"]
+    assert "providers.openai-compatible.stream to false" in out["stop"]["detail"]
+
+
+def test_tool_choice_required_is_a_500_from_this_chat_format(workspace):
+    with LlamaCppPythonReplay() as server:
+        code, out = run(server, workspace, {"tool_choice": "required", "stream": False})
+    assert server.refusals == ["required_1"]
+    assert code == 1 and stop(out) == ("FAILED", "provider_error", "server")
+    assert "HTTP 500" in out["stop"]["detail"]
+
+
+def test_tool_choice_none_not_streamed(workspace):
+    with LlamaCppPythonReplay() as server:
+        server.serve("none_nostream_1")
+        code, out = run(server, workspace, {"tool_choice": "none", "stream": False, "max_tokens": 32},
+                        prompt="What is a build log? One sentence.")
+    assert stop(out) == ("BOUNDED_STOP", "output_limit", "output_truncated")
+    assert out["output_text"].startswith("A build log is a text file")
+    assert out["usage"]["input_tokens"] == 134 and out["usage"]["output_tokens"] == 32
+    assert server.requests[0].json["tool_choice"] == "none"
+
+
+def test_runaway_stream_is_served_whole(workspace):
+    """The recording the doom-loop text rung must stop mid-stream (the lead's part of issue 23)."""
+    with LlamaCppPythonReplay() as server:
+        server.serve("runaway_1")
+        code, out = run(server, workspace, {"max_tokens": 256}, prompt="Tell me about the build log.")
+    assert stop(out) == ("BOUNDED_STOP", "output_limit", "output_truncated")
+    assert out["output_text"].count("including the build time, the build process, and the build results") == 10
+
+
+def test_stream_cut_mid_way(workspace):
+    with LlamaCppPythonReplay() as server:
+        server.serve("cut_1")
+        code, out = run(server, workspace, {"max_tokens": 64}, prompt="What is a build log? One sentence.")
+    assert code == 1 and stop(out) == ("FAILED", "provider_error", "connection")
+    assert "was cut after 6 chunks" in out["stop"]["detail"] and "cannot reach" not in out["stop"]["detail"]
+
+
+def test_context_length_error_states_the_window(workspace):
+    with LlamaCppPythonReplay() as server:
+        server.serve("context_length_nostream_1")
+        code, out = run(server, workspace, {"stream": False, "max_tokens": 32})
+    assert stop(out) == ("FAILED", "provider_error", "context_length")
+    assert window_from_error(out["stop"]["detail"]) == 2048
+    body = json.loads(server.recording("context_length_nostream_1").body)
+    assert window_from_error("", body) == 2048
+
+
+def test_context_length_while_streaming_is_an_empty_stream(workspace):
+    with LlamaCppPythonReplay() as server:
+        server.serve("context_length_1")
+        code, out = run(server, workspace, {"max_tokens": 32})
+    assert stop(out) == ("FAILED", "provider_error", "bad_response")
+    assert "context window" in out["stop"]["detail"]
+
+
+def test_probe_finds_no_window_on_llama_cpp_python():
+    with LlamaCppPythonReplay() as server:
+        assert probe_context_window(f"{server.url}/v1", "smollm2", timeout_s=2) is None
+    assert [(r.method, r.path) for r in server.requests] == [
+        ("GET", "/props"), ("GET", "/v1/models"), ("GET", "/api/ps"), ("POST", "/api/show")]
+
+
+# --------------------------------------------------------------------------- llama.cpp llama-server
+
+
+def test_probe_reads_llama_server_props():
+    with LlamaServerReplay() as server:
+        assert probe_context_window(f"{server.url}/v1", "smollm2") == 2048
+    assert [(r.method, r.path) for r in server.requests] == [("GET", "/props")]
+
+
+def test_llama_server_context_error_is_context_length_and_states_the_window(workspace):
+    with LlamaServerReplay() as server:
+        server.serve("ls_context_length_1")
+        code, out = run(server, workspace, {"max_tokens": 32})
+    assert stop(out) == ("FAILED", "provider_error", "context_length")
+    assert "exceeds the available context size (2048 tokens)" in out["stop"]["detail"]
+    assert window_from_error(out["stop"]["detail"]) == 2048
+    assert window_from_error("", json.loads(server.recording("ls_context_length_1").body)) == 2048
+
+
+def test_llama_server_streams_usage_and_ignores_tools_its_template_cannot_show(workspace):
+    with LlamaServerReplay() as server:
+        server.serve("ls_template_no_tools_1")
+        code, out = run(server, workspace, {"max_tokens": 64})
+    assert stop(out) == ("ANSWERED", "answer", "answer_returned")
+    assert out["usage"]["input_tokens"] == 128 and out["usage"]["output_tokens"] == 33  # 6 tools sent, none shown
+
+
+def test_llama_server_accepts_null_content_beside_tool_calls(workspace):
+    with LlamaServerReplay() as server:
+        server.serve("ls_content_null_1")
+        settings = ProviderSettings(provider_name="openai", model="smollm2", api_key="x", max_retries=0,
+                                    base_url=f"{server.url}/v1")
+        provider = build_provider(settings)
+        history = [
+            Message(role="user", parts=[TextPart(text=PROMPT)]),
+            Message(role="assistant", parts=[ToolCallPart(call_id="call_1", tool_name="read_file",
+                                                          arguments={"path": "a.txt"})]),
+            Message(role="tool", parts=[ToolResultPart(call_id="call_1", tool_name="read_file", content="x")]),
+        ]
+
+        async def call() -> list:
+            return [e async for e in provider.stream(ModelRequest(system="s", messages=history))]
+
+        events = asyncio.run(call())
+    assert server.requests[0].json["messages"][2]["content"] is None
+    assert events[-1].finish_reason == "length"
