@@ -103,6 +103,7 @@ class ServerConnection:
         self._log_handle: Any = None
         self._log_offset = 0
         self._reported = False
+        self.http_error: str | None = None
         if spec.enabled and spec.problem:
             self.state, self.reason = "failed", spec.problem
 
@@ -128,6 +129,7 @@ class ServerConnection:
         _install_sdk_logging()
         self.generation += 1
         self.state, self.reason, self.restartable = "starting", None, False
+        self.http_error = None
         spec = self.spec
         timeout = float(spec.settings.start_timeout_s)
         self._close_log()
@@ -157,7 +159,10 @@ class ServerConnection:
             raise
         except Exception as exc:
             self._retire(runner, stop, cancel=False)
-            return self._start_failed(_start_error(exc, spec))
+            why = _start_error(exc, spec)
+            if self.http_error:
+                why += f" (the server answered {self.http_error}; are url and headers right?)"
+            return self._start_failed(why)
         self.listing = listing
         self.state = "running"
         self.restartable = True
@@ -165,7 +170,7 @@ class ServerConnection:
 
     def _start_failed(self, why: str) -> bool:
         self.state, self.reason, self.restartable = "failed", self._mask(why), False
-        tail = stderr_tail(self.log_file, self._log_offset, self.secrets)
+        tail = stderr_tail(self.log_file, self._log_offset, self.secrets) if self.spec.transport == "stdio" else []
         line = f"MCP server {self.spec.name} failed to start: {self.reason}"
         target = self.spec.display_target()
         if target:
@@ -222,6 +227,7 @@ class ServerConnection:
 
             http = create_mcp_http_client(headers=dict(spec.headers),
                                           timeout=httpx2.Timeout(30.0, read=300.0))
+            http.event_hooks["response"].append(self._http_response)
             await stack.enter_async_context(http)
             transport = streamable_http_client(spec.url or "", http_client=http)
         else:
@@ -231,6 +237,11 @@ class ServerConnection:
         client = Client(transport, client_info=Implementation(name="amos", version=__version__), cache=None,
                         logging_callback=self._server_log)
         return await stack.enter_async_context(client)
+
+    async def _http_response(self, response: Any) -> None:
+        if response.status_code >= 400:
+            self.http_error = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+            self.write_log(f"amos: {response.request.method} answered {self.http_error}")
 
     async def _server_log(self, params: Any) -> None:
         self.write_log(f"server log ({getattr(params, 'level', '?')}): {getattr(params, 'data', '')}")
@@ -319,7 +330,8 @@ class ServerConnection:
             if not _is_transport_error(exc):
                 raise
             crash = exc
-        tail = stderr_tail(self.log_file, self._log_offset, self.secrets, lines=1)
+        tail = stderr_tail(self.log_file, self._log_offset, self.secrets, lines=1) \
+            if self.spec.transport == "stdio" else []
         why = f"stopped or dropped the connection during {label} ({_describe(crash)})"
         if tail:
             why += f"; stderr: {tail[0]}"
@@ -377,12 +389,12 @@ class ServerConnection:
     # ------------------------------------------------------------ helpers
 
     def write_log(self, line: str) -> None:
-        """Append one masked line to the server's log (never raises)."""
+        """Append one masked line (``## …``, so it is never quoted as stderr) to the log; never raises."""
         handle = self._log_handle
         if handle is None:
             return
         try:
-            handle.write(self._mask(" ".join(str(line).split())) + "\n")
+            handle.write("## " + self._mask(" ".join(str(line).split())) + "\n")
             handle.flush()
         except (OSError, ValueError):
             pass

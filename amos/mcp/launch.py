@@ -11,8 +11,10 @@ Issue 18, "Lifecycle":
   dies, SIGKILL included), then fork the server into the new process group the SDK
   creates and wait for it. When amos dies, the supervisor kills the whole group —
   the server and anything it started (``npx`` and ``uvx`` launch the real server as a
-  grandchild). It exits with the server's exit code and passes SIGTERM through, so the
-  SDK's own shutdown (close stdin, SIGTERM the group, SIGKILL) works unchanged.
+  grandchild). SIGTERM reaches the whole group anyway, so the SDK's own shutdown (close
+  stdin, SIGTERM the group, SIGKILL) works unchanged; and when the server exits, the
+  supervisor ends what it left behind in its group (SIGTERM, then SIGKILL 0.1 s later),
+  itself last, so a server's children never outlive it.
   The death signal fires when the *thread* that started the server ends, so the hub
   must run on an event loop whose thread lives as long as the servers should.
   Elsewhere, servers are expected to exit when their stdin closes (the MCP spec).
@@ -46,7 +48,7 @@ STDERR_TAIL_LINES = 3
 """Lines of a server's stderr quoted when it fails."""
 
 SUPERVISOR = r"""
-import ctypes, os, signal, sys
+import ctypes, os, signal, sys, time
 parent = int(sys.argv[1])
 def kill_group(*_):
     os.killpg(0, signal.SIGKILL)
@@ -73,8 +75,9 @@ while True:
         break
     except ChildProcessError:
         os._exit(0)
-code = os.waitstatus_to_exitcode(status)
-os._exit(code if code >= 0 else 128 - code)
+os.killpg(0, signal.SIGTERM)
+time.sleep(0.1)
+os.killpg(0, signal.SIGKILL)
 """
 """The Linux supervisor run as ``python -I -S -c SUPERVISOR AMOS_PID COMMAND ARGS…``."""
 
@@ -140,6 +143,8 @@ def open_log(path: Path, header: str) -> tuple[IO[str], int]:
 def stderr_tail(path: Path, offset: int, secrets: Iterable[str] = (), lines: int = STDERR_TAIL_LINES) -> list[str]:
     """The last non-empty lines a server wrote to its log since ``offset``, masked and cleaned.
 
+    Lines amos itself wrote (``=== `` headers, ``## `` notes) are skipped.
+
     Each line is cut at 200 characters; control characters become ``?``.
     """
     try:
@@ -148,7 +153,8 @@ def stderr_tail(path: Path, offset: int, secrets: Iterable[str] = (), lines: int
             data = handle.read().decode("utf-8", "replace")
     except OSError:
         return []
-    found = [line.strip() for line in data.splitlines() if line.strip() and not line.startswith("=== ")]
+    found = [line.strip() for line in data.splitlines()
+             if line.strip() and not line.startswith(("=== ", "## "))]
     shown = []
     ordered = sorted((s for s in secrets if s), key=len, reverse=True)
     for line in found[-lines:]:

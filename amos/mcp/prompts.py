@@ -2,7 +2,8 @@
 
 A prompt is data the slash layer can list (``/help``, completion, F1) and expand: the
 arguments typed after the command are matched to the prompt's declared arguments by
-position and as ``name=value`` (double quotes group a value with spaces), the server
+position and as ``name=value`` (double quotes group a value with spaces, also after
+``name=``), the server
 renders the prompt, and its messages become the user prompt text
 (amos.mcp.results.render_prompt).
 """
@@ -14,7 +15,6 @@ from typing import Any
 
 from amos.errors import SlashCommandError
 from amos.mcp.naming import tool_names
-from amos.slash.parser import split_tokens
 
 MAX_PROMPT_TOKENS = 256
 """Most argument tokens read from one prompt command line."""
@@ -93,10 +93,9 @@ def parse_prompt_arguments(prompt: McpPrompt, rest: str) -> dict[str, str]:
         SlashCommandError: an unterminated quote, a ``name=`` twice, text for a prompt
             without arguments, or a required argument missing (the usage is attached).
     """
-    try:
-        tokens, _ = split_tokens(rest, MAX_PROMPT_TOKENS)
-    except SlashCommandError as exc:
-        raise SlashCommandError(f"/{prompt.command}: {exc}", usage=prompt.usage) from None
+    tokens = _tokens(rest)
+    if tokens is None:
+        raise SlashCommandError(f"/{prompt.command}: unterminated double quote", usage=prompt.usage)
     declared = [a.name for a in prompt.arguments]
     values: dict[str, str] = {}
     positional: list[str] = []
@@ -122,6 +121,32 @@ def parse_prompt_arguments(prompt: McpPrompt, rest: str) -> dict[str, str]:
         raise SlashCommandError(f"/{prompt.command} needs {', '.join(m.upper() for m in missing)}",
                                 usage=prompt.usage)
     return values
+
+
+def _tokens(text: str) -> list[str] | None:
+    """Whitespace-separated tokens; double quotes anywhere in a token group spaces
+    (``style="very warm"`` is ``style=very warm``); apostrophes are ordinary. None for an
+    unterminated quote."""
+    tokens: list[str] = []
+    current: list[str] = []
+    quoted = started = False
+    for char in text:
+        if char == '"':
+            quoted, started = not quoted, True
+        elif char.isspace() and not quoted:
+            if started:
+                tokens.append("".join(current))
+            current, started = [], False
+        else:
+            current.append(char)
+            started = True
+        if len(tokens) >= MAX_PROMPT_TOKENS:
+            break
+    if quoted:
+        return None
+    if started and len(tokens) < MAX_PROMPT_TOKENS:
+        tokens.append("".join(current))
+    return tokens
 
 
 __all__ = ["PromptArgument", "McpPrompt", "prompt_from_listing", "parse_prompt_arguments"]

@@ -9,7 +9,8 @@ the built-in tools' pydantic schemas:
 - the root is ``{"type": "object", "properties": {…}}`` (a root without ``type``
   becomes an object; a root of another type is refused);
 - ``$schema``, ``$id``, ``$comment`` and ``$anchor`` at the root are dropped;
-- local ``$ref``s (``#/$defs/X``, ``#/definitions/X``) are inlined unless recursive;
+- local ``$ref``s (``#/$defs/X``, ``#/definitions/X``) are inlined unless recursive; a
+  schema with any other ``$ref`` (a URL, a missing definition) is refused;
 - an array without ``items`` gets ``"items": {}`` (OpenAI rejects it otherwise);
 - ``true`` / ``false`` subschemas become ``{}`` / ``{"not": {}}``;
 - root-level ``anyOf``/``oneOf``/``allOf``/``not``/``if``/``then``/``else`` (Anthropic
@@ -137,7 +138,9 @@ def _inline(node: Any, definitions: dict[str, Any], seen: tuple[str, ...], remai
     ref = node.get("$ref")
     if isinstance(ref, str):
         name = _local_ref(ref)
-        if name is not None and name in definitions and name not in seen and len(seen) < _MAX_INLINE_DEPTH:
+        if ref != "#" and (name is None or name not in definitions):
+            raise SchemaProblem(f"the input schema has a $ref providers cannot follow ({_short(ref, 80)})")
+        if name is not None and name not in seen and len(seen) < _MAX_INLINE_DEPTH:
             target = _inline(copy.deepcopy(definitions[name]), definitions, (*seen, name), remaining)
             siblings = {k: _inline(v, definitions, seen, remaining) for k, v in node.items() if k != "$ref"}
             if isinstance(target, dict):
