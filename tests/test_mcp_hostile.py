@@ -3,6 +3,7 @@ outcome; nothing hangs, no process outlives amos, no traceback (issue 18)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -83,6 +84,32 @@ async def test_server_that_never_answers_times_out(tmp_path):
     assert status.state == "failed" and status.will_restart
     await hub.close()
     assert wait_gone(processes_with(str(tmp_path))) == []
+
+
+async def test_server_that_never_starts_hits_the_start_timeout(tmp_path):
+    hub = make_hub({"mute": hostile("mute", tmp_path, start_timeout_s=0.5), "fine": hostile("ok", tmp_path)},
+                   tmp_path)
+    started = time.monotonic()
+    assert [t.name for t in await hub.tools()] == ["mcp__fine__poke"]
+    assert time.monotonic() - started < 3
+    (notice,) = hub.take_notices()
+    assert notice.startswith("MCP server mute failed to start: did not start within 0.5 s (start_timeout_s)")
+    await hub.close()
+    assert wait_gone(processes_with(str(tmp_path))) == []
+
+
+async def test_server_gone_while_idle_is_restarted_before_the_call(tmp_path):
+    hub = make_hub({"idle": hostile("idle_exit_once", tmp_path)}, tmp_path)
+    m = manager(await hub.tools(), tmp_path)
+    time.sleep(0.3)  # the server exits meanwhile
+    await asyncio.sleep(0.1)  # and the SDK notices
+    outcome = await call(m, "mcp__idle__poke", {"text": "still there?"})
+    assert (outcome.status, outcome.content) == ("succeeded", "poked: still there?")
+    assert any("restarting after: stopped or closed its connection while idle" in n for n in hub.take_notices())
+    await hub.close()
+    closed = await call(m, "mcp__idle__poke")
+    assert closed.status == "failed" and "amos closed it" in closed.error
+    assert processes_with(str(tmp_path)) == []
 
 
 async def test_five_megabytes_are_capped_like_builtin_results(tmp_path):
@@ -188,3 +215,5 @@ def test_stdio_servers_die_when_amos_is_killed(tmp_path):
     finally:
         parent.kill()
         parent.wait()
+        if parent.stdout is not None:
+            parent.stdout.close()

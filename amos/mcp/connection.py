@@ -93,6 +93,7 @@ class ServerConnection:
         self.notices: list[str] = []
         self.restarts_left = 1
         self.restartable = False
+        self.closed = False
         self.generation = 0
         self.garbage_lines = 0
         self._client: Any = None
@@ -114,6 +115,8 @@ class ServerConnection:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
+            if self.closed:
+                return False
             if self.state == "running":
                 return True
             if self.state == "disabled":
@@ -144,6 +147,7 @@ class ServerConnection:
                 return self._start_failed(f"command {spec.command!r} not found on PATH")
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[Listing] = loop.create_future()
+        ready.add_done_callback(_consume)  # a start that timed out may still fail later, unobserved
         stop = asyncio.Event()
         self._stop = stop
         runner = asyncio.create_task(self._run(ready, stop), name=f"mcp server {spec.name}")
@@ -256,7 +260,9 @@ class ServerConnection:
                 message names it and why.
         """
         if self.state == "running" and self._client is not None:
-            return self._client
+            if not _closed(self._client):
+                return self._client
+            self._drop("stopped or closed its connection while idle")  # nothing was sent: no uncertainty
         if self.state == "failed" and self.restartable and self.restarts_left > 0:
             self.restarts_left -= 1
             self._notice(f"MCP server {self.spec.name} restarting after: {self.reason}")
@@ -265,7 +271,7 @@ class ServerConnection:
             await self.start()  # a start (or restart) another call began is awaited
         if self.state == "running" and self._client is not None:
             return self._client
-        why = self.reason or self.state.replace("_", " ")
+        why = "amos closed it" if self.closed else self.reason or self.state.replace("_", " ")
         if self.state == "failed" and self.restartable and self.restarts_left <= 0:
             why += "; it was already restarted once and is not restarted again"
         raise ToolFailure(f"MCP server {self.spec.name} is not running ({why})")
@@ -359,7 +365,9 @@ class ServerConnection:
     # ------------------------------------------------------------ closing
 
     async def close(self) -> None:
-        """Stop the server (if running) and wait for every server process it had to end."""
+        """Stop the server (if running) and wait for every server process it had to end;
+        it is never started again."""
+        self.closed = True
         if self._runner is not None and self._stop is not None:
             self._retire(self._runner, self._stop, cancel=False)
         self._client = None
@@ -408,6 +416,21 @@ class ServerConnection:
     def _notice(self, line: str) -> None:
         self.notices.append(self._mask(line))
         log.info("%s", self._mask(line))
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+def _closed(client: Any) -> bool:
+    """True when the SDK already saw the connection end (its JSON-RPC dispatcher closed).
+
+    Reads a private attribute of the pinned SDK major; any other shape counts as open,
+    and the next request then finds out.
+    """
+    dispatcher = getattr(getattr(client, "_session", None), "_dispatcher", None)
+    return getattr(dispatcher, "_closed", False) is True
 
 
 async def _fetch_listing(client: Any) -> Listing:

@@ -92,6 +92,7 @@ class McpHub:
         self.log_dir = Path(log_dir)
         self._secrets = tuple(secrets)
         self._notices: list[str] = list(loaded.warnings)
+        self._given: set[str] = set()
         self._specs = loaded
         environ = os.environ if environ is None else environ
         self._conns: dict[str, ServerConnection] = {
@@ -194,12 +195,15 @@ class McpHub:
 
     def take_notices(self) -> list[str]:
         """One-line notices (config warnings, failed starts, left-out tools, restarts) not
-        taken before — so each is shown once. Secrets are already masked."""
+        taken before — so each is shown once (an identical line is never repeated).
+        Secrets are already masked."""
         for conn in self._conns.values():
             self._server_tools(conn)  # a left-out tool is noticed as soon as it is listed
             self._notices += conn.notices
             conn.notices.clear()
-        taken, self._notices = self._notices, []
+        taken = [n for n in dict.fromkeys(self._notices) if n not in self._given]
+        self._notices = []
+        self._given.update(taken)
         return taken
 
     def secret_values(self) -> tuple[str, ...]:

@@ -13,6 +13,8 @@ and ``tools/call`` (tool ``poke``) and misbehaves according to MODE:
 - ``env``: answers ``poke`` with its environment as JSON;
 - ``spawn``: starts a ``sleep`` grandchild and writes both pids to STATE_DIR/pids;
 - ``error``: answers ``poke`` with an ``isError`` result;
+- ``mute``: reads but never answers anything (not even ``initialize``);
+- ``idle_exit_once``: exits right after listing its tools, the first time only (STATE_DIR);
 - ``ok``: behaves.
 """
 
@@ -83,12 +85,18 @@ def main():
             sys.stdout.flush()
         if mid is None:
             continue
-        if method == "initialize":
+        if method == "initialize" and MODE != "mute":
             send({"jsonrpc": "2.0", "id": mid, "result": {
                 "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
                 "serverInfo": {"name": "hostile-" + MODE, "version": "1"}}})
+        elif MODE == "mute":
+            continue
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools()}})
+            marker = os.path.join(STATE or ".", "exited-idle")
+            if MODE == "idle_exit_once" and not os.path.exists(marker):
+                open(marker, "w").close()
+                threading.Timer(0.05, os._exit, (0,)).start()
         elif method == "tools/call":
             if MODE == "hang":
                 threading.Thread(target=_exit_on_eof, daemon=True).start()
