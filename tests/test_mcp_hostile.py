@@ -20,11 +20,14 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pr
 
 
 async def test_server_exiting_at_start_is_one_notice_and_the_others_go_on(tmp_path):
-    hub = make_hub({"dead": hostile("exit", tmp_path), "fine": hostile("ok", tmp_path)}, tmp_path)
+    hub = make_hub({"dead": hostile("exit", tmp_path), "fine": hostile("ok", tmp_path),
+                    "missing": {"command": "no-such-mcp-server-here"}}, tmp_path)
     tools = await hub.tools()
     assert [t.name for t in tools] == ["mcp__fine__poke"]
     notices = hub.take_notices()
-    assert len(notices) == 1
+    assert len(notices) == 2
+    assert notices[1].startswith("MCP server missing failed to start: command 'no-such-mcp-server-here' "
+                                 "not found or not executable on PATH")
     notice = notices[0]
     assert notice.startswith("MCP server dead failed to start: it exited")
     assert "hostile.py exit" in notice  # the command
@@ -34,6 +37,7 @@ async def test_server_exiting_at_start_is_one_notice_and_the_others_go_on(tmp_pa
     assert "giving up" in (tmp_path / "logs" / "mcp-dead.log").read_text()
     status = {s.name: s for s in hub.status()}
     assert status["dead"].text.startswith("failed: it exited") and status["fine"].text == "running"
+    assert status["missing"].state == "failed"
     assert hub.take_notices() == []  # reported once
     await hub.tools()
     assert hub.take_notices() == []

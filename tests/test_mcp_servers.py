@@ -79,6 +79,8 @@ async def hub(tmp_path_factory, http_port, repo):
         "web": {"type": "http", "url": f"http://127.0.0.1:{http_port}/mcp",
                 "headers": {"Authorization": "Bearer ${WEB_TOKEN}"}, "trust_annotations": True},
         "web_noauth": {"type": "http", "url": f"http://127.0.0.1:{http_port}/mcp"},
+        "legacy": {"type": "sse", "url": f"http://127.0.0.1:{http_port}/sse",
+                   "headers": {"Authorization": f"Bearer {TOKEN}"}},
     }
     environ = {**os.environ, "WEB_TOKEN": TOKEN}
     hub = make_hub(servers, folder, environ=environ)
@@ -95,7 +97,7 @@ async def hub(tmp_path_factory, http_port, repo):
 async def test_servers_start_in_parallel_and_a_failure_is_one_notice(hub):
     status = {s.name: s for s in hub.status()}
     assert {name: s.state for name, s in status.items()} == {
-        "time": "running", "git": "running", "web": "running", "web_noauth": "failed"}
+        "time": "running", "git": "running", "web": "running", "web_noauth": "failed", "legacy": "running"}
     assert status["time"].tools == 2 and status["web"].prompts == 1 and status["web"].resources == 1
     (notice,) = hub.first_notices
     assert notice.startswith("MCP server web_noauth failed to start") and "HTTP 401 Unauthorized" in notice
@@ -142,10 +144,15 @@ async def test_http_server_tools_resources_and_prompts(hub):
     assert (resource.status, resource.content) == ("succeeded", "hello from a resource")
     missing = await call(m, "mcp_read_resource", {"server": "web", "uri": "memo://nope"})
     assert missing.status == "failed" and "memo://nope" in missing.error
-    (prompt,) = await hub.prompts()
+    prompt = next(p for p in await hub.prompts() if p.server == "web")
     assert (prompt.command, prompt.usage) == ("mcp__web__greet", "/mcp__web__greet NAME [STYLE]")
     text = await hub.expand_prompt("mcp__web__greet", 'Ada style="warm"')
     assert text == "Say hello to Ada in a warm way."
+
+
+async def test_sse_server(hub):
+    added = await call(hub.manager, "mcp__legacy__add", {"a": 1, "b": 1})
+    assert added.status == "succeeded" and added.content == "2"
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import os
 import shutil
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -142,9 +143,14 @@ class ServerConnection:
         except OSError as exc:
             return self._start_failed(f"cannot write its log {self.log_file}: {exc.strerror or exc}")
         if spec.transport == "stdio":
-            env = server_env(spec.env, self.environ)
-            if shutil.which(spec.command or "", path=env.get("PATH")) is None:
-                return self._start_failed(f"command {spec.command!r} not found on PATH")
+            command = spec.command or ""
+            if os.sep in command or (os.altsep and os.altsep in command):
+                found = shutil.which(str(self.cwd / Path(command).expanduser()))
+            else:
+                found = shutil.which(command, path=server_env(spec.env, self.environ).get("PATH"))
+            if found is None:
+                where = "on PATH" if os.sep not in command else f"(relative to {self.cwd})"
+                return self._start_failed(f"command {command!r} not found or not executable {where}")
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[Listing] = loop.create_future()
         ready.add_done_callback(_consume)  # a start that timed out may still fail later, unobserved
@@ -311,6 +317,7 @@ class ServerConnection:
 
         name = self.spec.name
         generation = self.generation
+        token = _current.set(self)  # the SDK's log records of this request go to this server's log
         try:
             async with asyncio.timeout(timeout):
                 return await send()
@@ -336,6 +343,8 @@ class ServerConnection:
             if not _is_transport_error(exc):
                 raise
             crash = exc
+        finally:
+            _current.reset(token)
         tail = stderr_tail(self.log_file, self._log_offset, self.secrets, lines=1) \
             if self.spec.transport == "stdio" else []
         why = f"stopped or dropped the connection during {label} ({_describe(crash)})"

@@ -1,7 +1,8 @@
 """A streamable-HTTP MCP server built with the ``mcp`` SDK's own server API, for tests.
 
-Usage: ``python http_server.py PORT TOKEN``. Serves ``http://127.0.0.1:PORT/mcp`` and
-answers 401 to a request without ``Authorization: Bearer TOKEN``. Offers the tools
+Usage: ``python http_server.py PORT TOKEN``. Serves streamable HTTP at
+``http://127.0.0.1:PORT/mcp`` and the older SSE transport at ``/sse``, and answers 401
+to a request without ``Authorization: Bearer TOKEN``. Offers the tools
 ``add`` (read-only hint) and ``echo_image``, the prompt ``greet`` and the resource
 ``memo://hello``.
 """
@@ -41,6 +42,7 @@ def hello() -> str:
 
 
 app = server.streamable_http_app()
+sse = server.sse_app()
 
 
 async def guarded(scope, receive, send):
@@ -51,7 +53,10 @@ async def guarded(scope, receive, send):
                         "headers": [(b"content-type", b"text/plain")]})
             await send({"type": "http.response.body", "body": b"missing or wrong token"})
             return
-    await app(scope, receive, send)
+    if scope["type"] == "http" and scope["path"].startswith(("/sse", "/messages")):
+        await sse(scope, receive, send)
+    else:
+        await app(scope, receive, send)
 
 
 if __name__ == "__main__":
