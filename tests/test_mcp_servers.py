@@ -165,7 +165,8 @@ def everything_server():
     if not script.is_file():
         try:
             subprocess.run([npm, "install", "--prefix", str(cache), "--no-audit", "--no-fund", "--prefer-offline",
-                            "@modelcontextprotocol/server-everything"], check=True, capture_output=True, timeout=180)
+                            "--fetch-retries=1", "--fetch-timeout=30000",
+                            "@modelcontextprotocol/server-everything"], check=True, capture_output=True, timeout=120)
         except (subprocess.SubprocessError, OSError) as exc:
             pytest.skip(f"@modelcontextprotocol/server-everything could not be installed: {type(exc).__name__}")
     if not script.is_file():

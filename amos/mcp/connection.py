@@ -233,11 +233,11 @@ class ServerConnection:
         elif spec.transport == "http":
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
 
-            http = create_mcp_http_client(headers=dict(spec.headers),
-                                          timeout=httpx2.Timeout(30.0, read=300.0))
-            http.event_hooks["response"].append(self._http_response)
+            # the SDK's defaults (30 s, 300 s to read a held-open stream), plus a hook that
+            # remembers an HTTP error status the SDK reports only as "an error response"
+            http = httpx2.AsyncClient(headers=dict(spec.headers), timeout=httpx2.Timeout(30.0, read=300.0),
+                                      event_hooks={"response": [self._http_response]})
             await stack.enter_async_context(http)
             transport = streamable_http_client(spec.url or "", http_client=http)
         else:
