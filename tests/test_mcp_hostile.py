@@ -153,6 +153,18 @@ async def test_garbage_on_stdout_is_ignored_with_one_notice(tmp_path, capfd):
     assert "Failed to parse JSONRPC message" in (tmp_path / "logs" / "mcp-noisy.log").read_text()
 
 
+async def test_tool_names_colliding_across_servers_keep_the_first(tmp_path):
+    hub = make_hub({"a__b": hostile("ok", tmp_path), "a": hostile("ok", tmp_path, env={"HOSTILE_TOOL": "b__poke"})},
+                   tmp_path)
+    tools = await hub.tools()
+    assert [t.name for t in tools] == ["mcp__a__b__poke"]
+    manager(tools, tmp_path)  # a ToolManager accepts them (it refuses two tools of one name)
+    (notice,) = hub.take_notices()
+    assert notice == ("MCP server a: tool mcp__a__b__poke left out: "
+                      "MCP server a__b has a tool of the same name")
+    await hub.close()
+
+
 async def test_is_error_result_is_a_failed_outcome(tmp_path):
     hub = make_hub({"sad": hostile("error", tmp_path)}, tmp_path)
     outcome = await call(manager(await hub.tools(), tmp_path), "mcp__sad__poke")

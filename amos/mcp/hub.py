@@ -151,8 +151,15 @@ class McpHub:
         ``mcp_read_resource`` when one offers resources; in config order."""
         await self.start()
         tools: list[Tool] = []
+        owner: dict[str, str] = {}
         for conn in self._conns.values():
-            tools += self._server_tools(conn)[0]
+            for tool in self._server_tools(conn)[0]:
+                if tool.name in owner:  # server "a__b" tool "c" and server "a" tool "b__c"
+                    self._notices.append(f"MCP server {conn.spec.name}: tool {tool.display_name or tool.name} "
+                                         f"left out: MCP server {owner[tool.name]} has a tool of the same name")
+                    continue
+                owner[tool.name] = conn.spec.name
+                tools.append(tool)
         reader = build_read_resource(list(self._conns.values()))
         if reader is not None:
             tools.append(reader)

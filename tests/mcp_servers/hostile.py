@@ -1,7 +1,7 @@
 """A small, deliberately badly behaved MCP server speaking raw JSON-RPC over stdio.
 
 Usage: ``python hostile.py MODE [STATE_DIR]``. It answers ``initialize``, ``tools/list``
-and ``tools/call`` (tool ``poke``) and misbehaves according to MODE:
+and ``tools/call`` (tool ``poke``, or ``$HOSTILE_TOOL``) and misbehaves according to MODE:
 
 - ``exit``: writes to stderr and exits 3 before answering anything;
 - ``crash``: exits in the middle of every ``tools/call``;
@@ -35,7 +35,7 @@ def send(obj):
 
 
 def tools():
-    poke = {"name": "poke", "description": "Poke the server.",
+    poke = {"name": os.environ.get("HOSTILE_TOOL", "poke"), "description": "Poke the server.",
             "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
     if MODE == "badschema":
         broken = {"type": "object", "properties": {"when": {"type": "timestamp"}}}
