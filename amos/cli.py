@@ -16,6 +16,7 @@ from amos import __version__
 from amos.cli_checkpoints import register as register_checkpoints
 from amos.cli_config import config_app
 from amos.cli_evidence import evidence_app
+from amos.cli_mcp import mcp_app
 from amos.cli_sessions import sessions_app
 
 app = typer.Typer(
@@ -42,6 +43,7 @@ register_checkpoints(sessions_app)
 app.add_typer(sessions_app, name="sessions",
               help="List, show, export, delete, checkpoint, restore and repair saved sessions.")
 app.add_typer(evidence_app, name="evidence", help="List, read and prune durable tool evidence.")
+app.add_typer(mcp_app, name="mcp", help="List MCP servers and their tools; check that they start.")
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (overrides user and project config).")]
 ModelOpt = Annotated[str | None, typer.Option("--model", help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini, scripted:PATH.")]

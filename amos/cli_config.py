@@ -173,11 +173,12 @@ def trust(
                      "recorded in the user config file.", show_default=False),
     ] = None,
 ) -> None:
-    """Trust DIR/amos.json: record its path and SHA-256 in the user config file.
+    """Trust DIR/amos.json and DIR/.mcp.json: record path and SHA-256 in the user config.
 
-    A project's amos.json can grant tool permissions and run commands, so
-    it is read only once trusted, and only while its content is unchanged:
-    after editing it, trust it again. The file must be a valid config.
+    A project's amos.json can grant tool permissions and run commands, and
+    its .mcp.json starts MCP servers, so each is read only once trusted, and
+    only while its content is unchanged: after editing it, trust it again.
+    Each file must be valid (unknown keys in .mcp.json are allowed).
 
     Examples:
 
@@ -186,8 +187,17 @@ def trust(
         amos config trust ~/src/myproject
     """
     with _command_edge():
-        project = _cfg().trust_project(directory if directory is not None else Path.cwd())
-        digest = _cfg().read_trusted_projects().get(str(project), "?")
-        typer.echo(f"trusted: {project}")
-        typer.echo(f"sha256:  {digest}")
+        from amos.mcp.config import mcp_json_path, trust_mcp_file
+
+        folder = directory if directory is not None else Path.cwd()
+        trusted = []
+        has_mcp = mcp_json_path(folder).is_file()
+        if paths.project_config_file(folder).is_file() or not has_mcp:
+            trusted.append(_cfg().trust_project(folder))
+        if has_mcp:
+            trusted.append(trust_mcp_file(folder))
+        recorded = _cfg().read_trusted_projects()
+        for project in trusted:
+            typer.echo(f"trusted: {project}")
+            typer.echo(f"sha256:  {recorded.get(str(project), '?')}")
         typer.echo(f"recorded in: {paths.user_config_file()}")

@@ -45,6 +45,9 @@ from amos.config_models import (
     EvidenceScopeConfig,
     GoogleProviderConfig,
     LoopPolicyConfig,
+    McpServerConfig,
+    McpServerName,
+    McpToolConfig,
     ModelString,
     NonNegInt,
     OpenAICompatibleProviderConfig,
@@ -189,8 +192,10 @@ def format_validation_error(exc: ValidationError, file: Path | str | None) -> Co
     message = _accepted(err, nullable)
     if err["type"] != "missing":
         got = err["input"]
-        # an api_key_env value may be a pasted key, a URL may carry credentials: never echo them
-        secret_prone = bool(loc) and (str(loc[-1]) == "api_key_env" or str(loc[-1]).endswith("url"))
+        # an api_key_env value may be a pasted key, a URL may carry credentials, MCP server
+        # env/headers/args values are secrets (issue 18): never echo them
+        secret_prone = bool(loc) and (str(loc[-1]) == "api_key_env" or str(loc[-1]).endswith("url")
+                                      or any(str(part) in _SECRET_MAPS for part in loc[:-1]))
         if err["type"] == "too_long" and isinstance(got, list):
             message += f" (got {len(got)})"
         elif not secret_prone:
@@ -458,6 +463,44 @@ def read_trusted_projects() -> dict[str, str]:
     return dict(trusted) if isinstance(trusted, dict) else {}
 
 
+def record_trust(path: Path, raw: bytes) -> None:
+    """Record ``path`` (absolute) and the SHA-256 of ``raw`` in the user config's ``trusted_projects``.
+
+    Used for ``amos.json`` here and for a project's ``.mcp.json`` (amos.mcp.config). The
+    user config file is created if missing (folder 0700, file 0600) and rewritten
+    atomically, keeping every other key as it was.
+
+    Raises:
+        ConfigError: the user config is not valid JSON or its ``trusted_projects`` is not
+            an object (it is then left untouched), or it cannot be written.
+    """
+    user_file = paths.user_config_file()
+    data = _read_user_config()
+    trusted = data.get("trusted_projects", {})
+    if not isinstance(trusted, dict):
+        raise ConfigError(
+            f"must be an object (got {_show(trusted)}); fix it before trusting a project",
+            file=str(user_file),
+            json_path="trusted_projects",
+        )
+    data["trusted_projects"] = {**trusted, str(path): _sha256(raw)}
+    _atomic_write_json(user_file, data)
+
+
+def trust_state(path: Path, raw: bytes, trusted: dict[str, str]) -> str:
+    """Whether ``path`` with content ``raw`` is trusted: ``trusted``, ``untrusted`` or ``changed``.
+
+    Args:
+        path: the absolute project file path (the key ``trusted_projects`` records).
+        raw: the file's bytes as read now.
+        trusted: ``trusted_projects`` of the user config.
+    """
+    recorded = trusted.get(str(path))
+    if recorded is None:
+        return "untrusted"
+    return "trusted" if recorded == _sha256(raw) else "changed"
+
+
 def trust_project(dir: Path) -> Path:
     """Record ``dir/amos.json`` and its SHA-256 in the user config's ``trusted_projects``.
 
@@ -480,17 +523,7 @@ def trust_project(dir: Path) -> Path:
         raise ConfigError("no such file; nothing to trust", file=str(project))
     raw = _read_bytes(project)
     _load_layer(project, raw)
-    user_file = paths.user_config_file()
-    data = _read_user_config()
-    trusted = data.get("trusted_projects", {})
-    if not isinstance(trusted, dict):
-        raise ConfigError(
-            f"must be an object (got {_show(trusted)}); fix it before trusting a project",
-            file=str(user_file),
-            json_path="trusted_projects",
-        )
-    data["trusted_projects"] = {**trusted, str(project): _sha256(raw)}
-    _atomic_write_json(user_file, data)
+    record_trust(project, raw)
     return project
 
 
@@ -498,6 +531,8 @@ def trust_project(dir: Path) -> Path:
 
 _SECRET_WORDS = ("key", "token", "secret", "password", "authorization")
 _NAME_MAPS = frozenset({"permissions", "trusted_projects"})
+_SECRET_MAPS = frozenset({"env", "headers", "args"})
+"""Lists and maps of an MCP server config whose values are secrets (issue 18)."""
 
 
 def _is_secret(key: Any) -> bool:
@@ -512,7 +547,8 @@ def mask_secrets(data: dict[str, Any]) -> dict[str, Any]:
     (any case) whose value is a non-empty string is masked, at any depth, except
     ``api_key_env`` (its value is a variable name). URLs (keys ending in ``url``) keep
     their host but lose a password and secret-looking query values. Keys of name-to-value maps
-    (``permissions``, ``trusted_projects``) are names, not settings, and are kept.
+    (``permissions``, ``trusted_projects``) are names, not settings, and are kept. Every
+    value of an MCP server's ``env`` and ``headers`` is masked (issue 18).
     """
 
     def walk(value: Any) -> Any:
@@ -524,6 +560,8 @@ def mask_secrets(data: dict[str, Any]) -> dict[str, Any]:
         for key, item in value.items():
             if key in _NAME_MAPS and isinstance(item, dict):
                 out[key] = copy.deepcopy(item)
+            elif key in ("env", "headers") and isinstance(item, dict):
+                out[key] = {name: "****" if isinstance(v, str) and v else v for name, v in item.items()}
             elif isinstance(item, str) and item and _is_secret(key):
                 out[key] = "****"
             elif isinstance(item, str) and item and key.endswith("url"):
@@ -544,8 +582,9 @@ __all__ = [
     "RunConfig", "ContextConfig", "CompletionConfig", "ProgressConfig", "LoopPolicyConfig",
     "DoomLoopLadderConfig", "DoomLoopTextConfig", "DoomLoopEscalationConfig", "DoomLoopConfig",
     "EvidenceScopeConfig", "EvidenceConfig", "TaskStateConfig", "SessionsConfig", "UiConfig",
-    "AmosConfig", "default_config", "config_to_json",
+    "AmosConfig", "McpServerConfig", "McpServerName", "McpToolConfig", "default_config",
+    "config_to_json",
     # defined here
     "format_validation_error", "validate_config_file", "LoadedConfig", "load_config",
-    "read_trusted_projects", "trust_project", "mask_secrets",
+    "read_trusted_projects", "trust_project", "record_trust", "trust_state", "mask_secrets",
 ]

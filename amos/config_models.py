@@ -528,6 +528,64 @@ class UiConfig(_Model):
     """Show token usage and cost."""
 
 
+
+_MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def _check_mcp_server_name(value: str) -> str:
+    if not _MCP_SERVER_NAME.fullmatch(value):
+        raise ValueError("an MCP server name must be 1-64 letters, digits, '_', '.' or '-', "
+                         "starting with a letter or digit")
+    return value
+
+
+McpServerName = Annotated[str, AfterValidator(_check_mcp_server_name)]
+"""The key of one ``mcpServers`` entry; tools of the server become ``mcp__NAME__TOOL``."""
+HeaderName = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")]
+
+
+class McpToolConfig(_Model):
+    """Overrides for one tool of an MCP server, keyed by the server's own tool name (issue 18)."""
+
+    enabled: bool = True
+    """Offer this tool to the model; false leaves it out."""
+    permission: Permission | None = None
+    """``allow``, ``ask`` or ``deny``; null: ``allow`` for a trusted read-only tool, else ``ask``."""
+    loop_key: Literal[False] | list[Annotated[str, Field(min_length=1)]] | None = None
+    """Doom-loop identity: null (the full arguments), false (exempt) or argument names."""
+
+
+class McpServerConfig(_Model):
+    """One MCP server (the Claude Code ``mcpServers`` layout plus amos's keys; issue 18).
+
+    ``${VAR}`` and ``${VAR:-default}`` in ``command``, ``args``, ``env``, ``url`` and
+    ``headers`` are replaced from the environment when the server starts.
+    """
+
+    type: Text | None = None
+    """``stdio``, ``http`` (streamable HTTP) or ``sse``; null: ``stdio`` with a command, else ``http``."""
+    command: Text | None = None
+    """Program of a stdio server (looked up on PATH)."""
+    args: list[str] = Field(default_factory=list)
+    """Arguments of a stdio server."""
+    env: dict[EnvName, str] = Field(default_factory=dict)
+    """Variables added to a stdio server's minimal environment (values are secrets)."""
+    url: Text | None = None
+    """Endpoint of an http or sse server."""
+    headers: dict[HeaderName, str] = Field(default_factory=dict)
+    """HTTP headers sent to an http or sse server (values are secrets)."""
+    enabled: bool = True
+    """Start this server; false keeps it listed but stopped."""
+    trust_annotations: bool = False
+    """Believe the server's ``readOnlyHint``: such tools get effect ``read`` and ``allow``."""
+    start_timeout_s: Seconds = 30
+    """Time limit of starting the server and listing its tools, seconds."""
+    timeout_s: Seconds | None = None
+    """Time limit of one tool call, seconds; null uses ``tools.command_timeout_s``."""
+    tools: dict[ToolName, McpToolConfig] = Field(default_factory=dict)
+    """Per-tool overrides, keyed by the server's tool name."""
+
+
 class AmosConfig(_Model):
     """The whole config file (spec/config.md)."""
 
@@ -559,10 +617,12 @@ class AmosConfig(_Model):
     """Session store."""
     ui: UiConfig = Field(default_factory=UiConfig)
     """TUI settings."""
+    mcp_servers: dict[McpServerName, McpServerConfig] = Field(default_factory=dict, alias="mcpServers")
+    """MCP servers by name (``.mcp.json`` servers are merged under these); see issue 18."""
     trusted_projects: dict[
         Annotated[str, AfterValidator(_check_absolute)], Annotated[str, AfterValidator(_check_sha256)]
     ] = Field(default_factory=dict)
-    """Absolute path of a project's amos.json to its SHA-256; read only from the user config."""
+    """Absolute path of a project's amos.json or .mcp.json to its SHA-256; read only from the user config."""
 
     @field_validator("doom_loop", mode="before")
     @classmethod

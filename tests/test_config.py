@@ -514,6 +514,8 @@ def _field_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
     for name, info in model.model_fields.items():
         key = f"{prefix}{info.alias or name}"
         out.append(key)
+        if get_origin(info.annotation) is dict:  # a name-to-model map (mcpServers): its keys are the user's
+            continue
         for sub in _models_in(info.annotation):
             out += _field_paths(sub, key + ".")
     return out

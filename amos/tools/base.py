@@ -1,7 +1,8 @@
 """Tool definitions, tool context and normalized outcomes (spec/tools.md).
 
 A tool is a name, a pydantic model for its arguments (whose JSON schema is what the
-model is offered and what arguments are validated against), a declared effect
+model is offered and what arguments are validated against) or a raw JSON Schema (tools
+from MCP servers, issue 18), a declared effect
 (``read``, ``write`` or ``unknown`` — never inferred from the name), a default
 permission and an async ``run``. The ``ToolManager`` (tools/manager.py) owns
 validation, permissions, confinement, caps, timeouts and outcome normalization.
@@ -9,6 +10,7 @@ validation, permissions, confinement, caps, timeouts and outcome normalization.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +51,15 @@ class ToolTimeout(ToolFailure):
     def __init__(self, message: str, *, partial: str | None = None):
         super().__init__(message)
         self.partial = partial
+
+
+class ToolEffectUncertain(ToolFailure):
+    """Raised by a tool whose call broke off in a way that leaves its effect unknown.
+
+    E.g. the MCP server running the call exited or its connection dropped mid-call
+    (issue 18, ``uncertain_effect``). The manager reports status ``failed`` with
+    completion ``unknown`` for write/unknown effects (``complete`` for reads).
+    """
 
 
 class ToolArgs(BaseModel):
@@ -92,7 +103,8 @@ class Tool:
     Attributes:
         name: unique tool name (a contract: scripts call tools by name).
         description: one paragraph the model sees.
-        args_model: pydantic model of the arguments (subclass of ``ToolArgs``).
+        args_model: pydantic model of the arguments (subclass of ``ToolArgs``), or None
+            for a tool described by ``input_schema``.
         effect: declared effect; ``unknown`` unless the tool is known to only read
             or to write.
         run: ``async (args, ctx) -> result``; the result is a ``str`` or a JSON value.
@@ -110,11 +122,18 @@ class Tool:
             ``args -> key`` (returning None exempts the call).
         summarize_result: pure ``result -> str`` summary of a large result, used as
             its evidence projection (None: the tool's results are never projected).
+        input_schema: a JSON Schema object (``{"type": "object", …}``) offered to the
+            model and used to validate arguments instead of ``args_model``; ``run`` then
+            receives the arguments as a ``dict``. The schema must already be valid.
+        timeout_s: time limit of one call (seconds) instead of the context's
+            ``command_timeout_s``; None uses the context's.
+        display_name: the name shown on screen when ``name`` had to be shortened for
+            providers (an MCP tool's full ``mcp__SERVER__TOOL``); None shows ``name``.
     """
 
     name: str
     description: str
-    args_model: type[ToolArgs]
+    args_model: type[ToolArgs] | None
     effect: Effect
     run: Callable[[Any, ToolContext], Awaitable[Any]]
     default_permission: Permission = "ask"
@@ -123,9 +142,19 @@ class Tool:
     manages_timeout: bool = False
     loop_key: Any = None
     summarize_result: Callable[[Any], str] | None = None
+    input_schema: Mapping[str, Any] | None = None
+    timeout_s: float | None = None
+    display_name: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.args_model is None) == (self.input_schema is None):
+            raise ValueError(f"tool {self.name!r} needs exactly one of args_model and input_schema")
 
     def spec(self) -> ToolSpec:
         """The provider-facing description of this tool (JSON schema of its arguments)."""
+        if self.input_schema is not None:
+            return ToolSpec(self.name, self.description, copy.deepcopy(dict(self.input_schema)))
+        assert self.args_model is not None
         schema = self.args_model.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():

@@ -27,8 +27,8 @@ from amos.tools.base import (
     OutcomeStatus,
     Permission,
     Tool,
-    ToolArgs,
     ToolContext,
+    ToolEffectUncertain,
     ToolFailure,
     ToolOutcome,
     ToolSpec,
@@ -107,6 +107,7 @@ class ToolManager:
                 )
             self._permissions[name] = value
         self.context = context
+        self._validators: dict[str, Any] = {}
 
     # ------------------------------------------------------------ lookup
 
@@ -151,15 +152,16 @@ class ToolManager:
 
     # ------------------------------------------------------------ validation
 
-    def validate(self, call: ToolCallPart) -> ToolArgs:
-        """Check a call against its tool's argument model.
+    def validate(self, call: ToolCallPart) -> Any:
+        """Check a call against its tool's argument model (or its ``input_schema``).
 
         Args:
             call: the model's tool call. ``arguments`` None with ``raw_arguments`` set
                 means the model sent undecodable JSON; both None means no arguments.
 
         Returns:
-            The validated arguments (an instance of the tool's ``args_model``).
+            The validated arguments: an instance of the tool's ``args_model``, or a copy
+            of the arguments ``dict`` for a tool with an ``input_schema``.
 
         Raises:
             ToolFailure: one line naming the problem: an unknown tool (with the list of
@@ -181,18 +183,38 @@ class ToolManager:
             raise ToolFailure(
                 f"arguments for {name} must be a JSON object, got {_json_type(arguments)}"
             )
+        if tool.args_model is None:
+            return self._validate_schema(tool, arguments)
         try:
             return tool.args_model.model_validate(arguments)
         except ValidationError as exc:
             raise ToolFailure(_validation_message(tool, exc)) from None
+
+    def _validate_schema(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Validate against ``tool.input_schema`` (jsonschema, imported on first use)."""
+        validator = self._validators.get(tool.name)
+        if validator is None:
+            from jsonschema.validators import validator_for
+
+            schema = dict(tool.input_schema or {})
+            validator = validator_for(schema)(schema)
+            self._validators[tool.name] = validator
+        try:
+            problems = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        except Exception as exc:  # an unresolvable $ref and the like: the schema's fault
+            raise ToolFailure(f"cannot check the arguments of {tool.name}: {_describe(exc)}") from None
+        if problems:
+            raise ToolFailure(_schema_message(tool, problems))
+        return json.loads(json.dumps(arguments))
 
     # ------------------------------------------------------------ execution
 
     async def execute(self, call: ToolCallPart, execution_id: str) -> ToolOutcome:
         """Validate and run one call, and normalize how it ended.
 
-        The call runs with a time limit of ``context.command_timeout_s`` seconds (plus
-        ``SELF_TIMED_GRACE_S`` for tools that enforce the limit themselves).
+        The call runs with a time limit of the tool's ``timeout_s`` or else
+        ``context.command_timeout_s`` seconds (plus ``SELF_TIMED_GRACE_S`` for tools that
+        enforce the limit themselves).
 
         Args:
             call: the model's tool call.
@@ -201,7 +223,8 @@ class ToolManager:
         Returns:
             An outcome with status ``succeeded`` (result, rendered and capped content),
             ``failed`` (invalid call, ``ToolFailure``, or any other exception as
-            ``"ExcType: message"``) or ``timed_out`` (completion ``unknown`` for write
+            ``"ExcType: message"``; completion ``unknown`` for a ``ToolEffectUncertain``
+            of a write/unknown tool) or ``timed_out`` (completion ``unknown`` for write
             and unknown effects).
 
         Raises:
@@ -215,7 +238,7 @@ class ToolManager:
         except ToolFailure as exc:
             return self._outcome(call, execution_id, started, "failed", error=str(exc))
         tool = self._tools[name]
-        limit = self.context.command_timeout_s
+        limit = tool.timeout_s if tool.timeout_s is not None else self.context.command_timeout_s
         if tool.manages_timeout:
             limit += SELF_TIMED_GRACE_S
         unsure: Completion = "unknown" if effect in ("write", "unknown") else "complete"
@@ -241,6 +264,10 @@ class ToolManager:
                     call, execution_id, started, "timed_out", error=message, completion=unsure
                 )
             return self._outcome(call, execution_id, started, "failed", error=_describe(exc))
+        except ToolEffectUncertain as exc:
+            return self._outcome(
+                call, execution_id, started, "failed", error=str(exc), completion=unsure
+            )
         except ToolFailure as exc:
             return self._outcome(call, execution_id, started, "failed", error=str(exc))
         except Exception as exc:  # a tool bug must not crash the run
@@ -287,7 +314,9 @@ class ToolManager:
                 detail = _generic_summary(call.arguments)
                 if tool is not None and tool.summarize is not None:
                     try:
-                        detail = tool.summarize(tool.args_model.model_validate(call.arguments))
+                        args = (call.arguments if tool.args_model is None
+                                else tool.args_model.model_validate(call.arguments))
+                        detail = tool.summarize(args)
                     except Exception:  # fall back to the generic summary
                         pass
             elif call.arguments is None and call.raw_arguments is not None:
@@ -400,7 +429,34 @@ def _schema_type(prop: Mapping[str, Any]) -> str:
     return "any value"
 
 
+def _schema_message(tool: Tool, problems: list[Any]) -> str:
+    """One line naming each jsonschema error (its field and what was wrong), at most five."""
+    shown: list[str] = []
+    for error in problems[:5]:
+        where = ".".join(str(part) for part in error.absolute_path)
+        text = " ".join(str(error.message).split())
+        if len(text) > 160:
+            text = text[:159] + "…"
+        shown.append(f"field '{where}': {text}" if where else text)
+    if len(problems) > 5:
+        shown.append(f"and {len(problems) - 5} more")
+    message = f"invalid arguments for {tool.name}: " + "; ".join(shown)
+    properties = (tool.input_schema or {}).get("properties")
+    if isinstance(properties, Mapping) and any(
+        error.validator in ("required", "additionalProperties") for error in problems
+    ):
+        required = (tool.input_schema or {}).get("required") or []
+        accepted = ", ".join(
+            f"{field}{'' if field in required else '?'}: "
+            f"{_schema_type(prop) if isinstance(prop, Mapping) else 'any value'}"
+            for field, prop in properties.items()
+        )
+        message += f" (accepted fields: {accepted or 'none'})"
+    return message
+
+
 def _validation_message(tool: Tool, exc: ValidationError) -> str:
+    assert tool.args_model is not None
     schema = tool.args_model.model_json_schema()
     properties: dict[str, Any] = schema.get("properties", {})
     problems: list[str] = []
