@@ -44,18 +44,13 @@ def _command_edge() -> Iterator[None]:
 
 
 def _hub(config: Path | None) -> tuple[Any, Any]:
-    """``(loaded config, hub)`` for the current directory; config warnings go to stderr."""
-    from amos import paths
-    from amos.config import load_config
-    from amos.mcp import McpHub
-    from amos.providers import secret_values
+    """``(library, hub)`` for the current directory; config warnings go to stderr."""
+    from amos.engine import Library
 
-    loaded = load_config(config_path=config)
-    for warning in loaded.warnings:
+    library, warnings = Library.open(config)
+    for warning in warnings:
         typer.echo(f"warning: {warning}", err=True)
-    hub = McpHub.from_config(loaded.config, project_dir=Path.cwd(), log_dir=paths.log_dir() / "mcp",
-                             secrets=secret_values(loaded.config))
-    return loaded, hub
+    return library, library.mcp_hub(Path.cwd())
 
 
 def _notices(hub: Any) -> None:
@@ -85,7 +80,7 @@ def list_command(config: ConfigOption = None, json_out: JsonOption = False) -> N
 
         amos mcp list --json
     """
-    from amos.mcp import render_servers
+    from amos.mcp.render import render_servers
 
     with _command_edge():
         _, hub = _hub(config)
@@ -111,13 +106,13 @@ def tools_command(config: ConfigOption = None, json_out: JsonOption = False) -> 
 
         amos mcp tools --json
     """
-    from amos.mcp import render_tools
+    from amos.mcp.render import render_tools
 
     with _command_edge():
-        loaded, hub = _hub(config)
+        library, hub = _hub(config)
         statuses, entries = asyncio.run(_started(hub))
         _notices(hub)
-        permissions = dict(loaded.config.tools.permissions)
+        permissions = library.tool_permissions()
         if json_out:
             tools = [{**e.to_json(), "permission": permissions.get(e.name, e.permission)} for e in entries]
             typer.echo(json.dumps({"servers": [s.to_json() for s in statuses], "tools": tools}, indent=2))
@@ -138,7 +133,7 @@ def check_command(config: ConfigOption = None, json_out: JsonOption = False) -> 
 
         amos mcp check --json
     """
-    from amos.mcp import render_servers
+    from amos.mcp.render import render_servers
 
     with _command_edge():
         _, hub = _hub(config)

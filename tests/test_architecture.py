@@ -21,7 +21,7 @@ FORBIDDEN_IMPORTS = (
     "amos.providers", "amos.evidence", "amos.session_store", "amos.sessions", "amos.journal", "amos.checkpoints",
     "amos.session_recovery", "amos.session_export", "amos.policy", "amos.runner", "amos.execution",
     "amos.loop_guard", "amos.doom_guard", "amos.approvals", "amos.receipts", "amos.compaction", "amos.context",
-    "amos.tools", "amos.host",
+    "amos.tools", "amos.host", "amos.mcp.hub", "amos.mcp.connection", "amos.mcp.launch", "amos.mcp.tools",
 )
 """Engine-side modules (``amos.engine`` re-exports the types front ends render)."""
 

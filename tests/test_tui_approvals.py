@@ -14,8 +14,8 @@ import sys
 import pytest
 from textual.widgets import Static
 
-from amos.tui.app import AmosApp
 from amos.engine.previews import MAX_DIFF_BYTES, MAX_DIFF_LINES, call_diff
+from amos.tui.app import AmosApp
 from amos.tui.screens.approval import ApprovalScreen
 from tests import test_tui
 from tests.test_tui import notices, submit, wait_for

@@ -262,3 +262,25 @@ class Library:
     def evidence_rebuild(self) -> dict[str, Any]:
         """Rebuild the scope's index from its record files; the store's report."""
         return self.evidence().rebuild_index()
+
+    # ------------------------------------------------------------------ MCP servers
+
+    def tool_permissions(self) -> dict[str, str]:
+        """``tools.permissions`` of the config (tool name → allow/ask/deny)."""
+        return dict(self.config.tools.permissions)
+
+    def mcp_hub(self, project_dir: Path) -> Any:
+        """An (unstarted) :class:`~amos.mcp.McpHub` for the configured MCP servers and a
+        trusted ``project_dir/.mcp.json``; provider keys and server secrets are masked in
+        everything it reports.
+
+        Raises:
+            ConfigError: an invalid server entry or ``.mcp.json`` (exit 2).
+        """
+        from amos import paths
+        from amos.mcp import McpHub
+        from amos.providers import secret_values
+
+        return McpHub.from_config(self.config, project_dir=project_dir, log_dir=paths.log_dir() / "mcp",
+                                  secrets=secret_values(self.config))
+
