@@ -27,12 +27,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from amos import safe_read
 from amos.errors import SessionError
 
 REPLAYED_FIELDS = frozenset({
@@ -83,20 +83,21 @@ _SEQ_PREFIX = re.compile(rb'\{"seq":(\d+),')
 """How :class:`Journal` starts every line (compact JSON, ``seq`` first)."""
 
 
+MAX_SESSION_FILE_BYTES = 1024 * 1024 * 1024
+"""Largest ``session.json``, journal or checkpoint read, bytes (a bound, not a budget:
+histories with large tool results are big, but never this big)."""
+
+
 def read_regular(path: Path) -> bytes:
-    """The bytes of a regular file; a FIFO or device is refused at once, never waited on.
+    """The bytes of a session file through the one safe reader (:mod:`amos.safe_read`):
+    a FIFO or device is refused at once, never waited on; over
+    :data:`MAX_SESSION_FILE_BYTES` is refused.
 
     Raises:
-        FileNotFoundError: missing. OSError: unreadable or not a regular file.
+        FileNotFoundError: missing. OSError: unreadable or not a regular file
+            (``strerror`` says which).
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path.name} is not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
-    finally:
-        os.close(fd)
+    return safe_read.read_regular(path, max_bytes=MAX_SESSION_FILE_BYTES)
 
 
 def read_journal(path: Path, *, after_seq: int = 0) -> JournalRead:
@@ -339,12 +340,16 @@ def tail_seq(path: Path, window: int = 65536) -> int:
     snapshot without reading it all.
     """
     try:
-        with open(path, "rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - window))
-            tail = fh.read()
+        fd, info = safe_read.open_regular(path)  # a FIFO in its place must not hang the listing
     except OSError:
         return 0
+    try:
+        size = info.st_size
+        tail = os.pread(fd, min(size, window), max(0, size - window))
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
     # The piece after the last newline is empty or a torn line; a piece before the
     # first newline may be cut when the window starts mid-file.
     for line in reversed(tail.split(b"\n")[1 if size > window else 0:-1]):

@@ -17,6 +17,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from amos import safe_read
 from amos.atomic import atomic_write_bytes
 from amos.errors import SessionError
 from amos.journal import Journal, read_journal, read_regular, replay, tail_seq
@@ -32,6 +33,9 @@ from amos.sessions import (
     utc_now,
     validate_session,
 )
+
+_OWNER_MAX_BYTES = 4096
+"""Largest run-lock owner file read (``{"pid", "since"}``), bytes."""
 
 
 def _is_empty(path: Path) -> bool:
@@ -76,6 +80,15 @@ class SessionStore(RecoveryDuties):
                 f"cannot create the session folder {self.root}: {exc.strerror or exc} "
                 "(check AMOS_HOME or sessions.directory in the config)",
             ) from None
+
+    def unwritable(self, exc: OSError) -> SessionError:
+        """The one-line ``unavailable`` error (exit 2, a configuration problem) for a
+        sessions folder that exists but cannot be written (issue 17 item 7)."""
+        return SessionError(
+            "unavailable",
+            f"cannot write to the session folder {self.root}: {exc.strerror or exc} "
+            "(check AMOS_HOME or sessions.directory in the config, or use --no-save)",
+        )
 
     def session_dir(self, session_id: str) -> Path:
         """Folder of one session."""
@@ -144,7 +157,8 @@ class SessionStore(RecoveryDuties):
         except FileNotFoundError:
             raise SessionError("corrupt", f"{path}: the snapshot is missing") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            problem = "the file is empty (0 bytes)" if _is_empty(path) else str(exc)
+            problem = "the file is empty (0 bytes)" if _is_empty(path) else \
+                (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
             raise SessionError("corrupt", f"{path}: cannot read session: {problem}") from None
         except RecursionError:
             raise SessionError("corrupt", f"{path}: cannot read session: JSON nested too deeply") from None
@@ -373,7 +387,7 @@ class SessionStore(RecoveryDuties):
         live, so a journal ending inside a run is not an interrupted one)."""
         owner = self.root / f".{session_id}.lock.owner"
         try:
-            if int(json.loads(owner.read_text(encoding="utf-8"))["pid"]) == os.getpid():
+            if int(json.loads(safe_read.read_regular(owner, max_bytes=_OWNER_MAX_BYTES))["pid"]) == os.getpid():
                 return False
         except (OSError, ValueError, KeyError, TypeError):
             return False
@@ -395,22 +409,26 @@ class SessionStore(RecoveryDuties):
         file beside it names the holder for the ``busy`` message.
 
         Raises:
-            SessionError: ``busy`` naming the process that holds it.
+            SessionError: ``busy`` naming the process that holds it; ``unavailable``
+                (exit 2) when the sessions folder cannot be written (read-only, not a
+                folder, no permission), naming the folder.
         """
         self._ensure_root()
         lock = FileLock(str(self.root / f".{session_id}.lock"), timeout=0, thread_local=False)
         owner = self.root / f".{session_id}.lock.owner"
         try:
             lock.acquire()
-        except Timeout:
+        except Timeout:  # (a TimeoutError, so an OSError: caught first)
             holder = ""
-            with contextlib.suppress(OSError, ValueError):
-                info = json.loads(owner.read_text(encoding="utf-8"))
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                info = json.loads(safe_read.read_regular(owner, max_bytes=_OWNER_MAX_BYTES))
                 holder = f" (pid {int(info['pid'])}, since {info.get('since', '?')})"
             raise SessionError(
                 "busy", f"session {session_id} is in use by another amos process{holder}; "
                         "try again when it ends"
             ) from None
+        except OSError as exc:  # a read-only mount, a folder without write permission
+            raise self.unwritable(exc) from None
         with contextlib.suppress(OSError):
             atomic_write_bytes(owner, json.dumps({"pid": os.getpid(), "since": utc_now()}).encode(), durable=False)
         self._sweep_temp_files(session_id)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from amos.evidence.model import (
     EvidenceReference,
     EvidenceScope,
 )
+from amos.safe_read import NotRegularFileError, read_head
 
 
 @dataclass(frozen=True)
@@ -104,13 +104,11 @@ class FileEvidenceStore(StoreCore):
         if self._scope_checked:
             return True
         try:
-            fd = os.open(self.root / "scope.json", os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-            with os.fdopen(fd, "rb") as fh:
-                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                    raise EvidenceError("corrupt", f"{self.root / 'scope.json'} is not a regular file")
-                found = fh.read(4096)
+            found = read_head(self.root / "scope.json", 4096)
         except FileNotFoundError:
             return self.root.is_dir()
+        except NotRegularFileError:
+            raise EvidenceError("corrupt", f"{self.root / 'scope.json'} is not a regular file") from None
         except OSError as exc:
             raise EvidenceError("io", f"cannot read {self.root / 'scope.json'}: {exc}") from None
         if found != self._scope_bytes():

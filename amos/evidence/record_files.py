@@ -7,6 +7,7 @@ the same for sessions, but always fsyncs and creates folders on every call).
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -14,11 +15,7 @@ from amos.atomic import atomic_write_bytes
 from amos.evidence import codec
 from amos.evidence import file_index as fi
 from amos.evidence.model import EvidenceError, EvidenceMeta, EvidenceScope
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_REGULAR = 0o100000
-_TYPE_MASK = 0o170000
+from amos.safe_read import FileTooLargeError, NotRegularFileError, read_regular
 
 
 def write_record_file(path: Path, data: bytes, *, durable: bool) -> None:
@@ -38,36 +35,25 @@ def write_record_file(path: Path, data: bytes, *, durable: bool) -> None:
 def read_record_file(path: Path, record_id: str, max_bytes: int) -> bytes:
     """The bytes of one record file, reading at most ``max_bytes + 1`` bytes.
 
+    Goes through the one safe reader (:mod:`amos.safe_read`, symlinks refused): a FIFO
+    must not block the read.
+
     Raises:
         EvidenceError: ``missing`` (no file), ``too_large`` (over ``max_bytes``),
             ``corrupt`` (not a regular file, a symlink), ``io``.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)  # a FIFO must not block the read
+        return read_regular(path, max_bytes=max_bytes, follow_symlinks=False)
     except FileNotFoundError:
         raise EvidenceError("missing", f"the file of evidence {record_id} is missing") from None
+    except NotRegularFileError:
+        raise EvidenceError("corrupt", f"evidence {record_id} is not a regular file") from None
+    except FileTooLargeError:
+        raise EvidenceError("too_large", f"evidence {record_id} is over max_record_bytes") from None
     except OSError as exc:
-        raise EvidenceError("corrupt", f"cannot open evidence {record_id}: {exc}") from None
-    try:
-        info = os.fstat(fd)
-        if info.st_mode & _TYPE_MASK != _REGULAR:
-            raise EvidenceError("corrupt", f"evidence {record_id} is not a regular file")
-        limit = max_bytes + 1
-        chunks: list[bytes] = []
-        got = 0
-        while got < limit and info.st_size < limit:
-            block = os.read(fd, min(limit - got, 1 << 20))
-            if not block:
-                break
-            chunks.append(block)
-            got += len(block)
-        if info.st_size >= limit or got >= limit:
-            raise EvidenceError("too_large", f"evidence {record_id} is over max_record_bytes")
-        return b"".join(chunks)
-    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise EvidenceError("corrupt", f"cannot open evidence {record_id}: {exc}") from None
         raise EvidenceError("io", f"cannot read evidence {record_id}: {exc}") from None
-    finally:
-        os.close(fd)
 
 
 def scan_records(

@@ -29,6 +29,7 @@ from amos.providers.base import (
     TextDeltaEvent,
     ToolCallEvent,
 )
+from amos.safe_read import FileTooLargeError, NotRegularFileError, read_regular
 
 ErrorKind = Literal["rate_limit", "overloaded", "timeout", "auth", "bad_request", "server"]
 
@@ -111,11 +112,13 @@ def load_script(path: Path) -> tuple[Script, str]:
             and the JSON path (``turns.3.tool_calls.0``) of the first problem.
     """
     try:
-        if not path.is_file():
-            raise ConfigError("a script must be a regular JSON file", file=str(path))
-        if path.stat().st_size > MAX_SCRIPT_BYTES:
-            raise ConfigError(f"script is larger than {MAX_SCRIPT_BYTES} bytes", file=str(path))
-        raw = path.read_bytes()
+        raw = read_regular(path, max_bytes=MAX_SCRIPT_BYTES)  # a FIFO or device is refused, never waited on
+    except FileNotFoundError:
+        raise ConfigError("a script must be a regular JSON file (no such file)", file=str(path)) from None
+    except NotRegularFileError as exc:
+        raise ConfigError(f"a script must be a regular JSON file ({exc.strerror})", file=str(path)) from None
+    except FileTooLargeError:
+        raise ConfigError(f"script is larger than {MAX_SCRIPT_BYTES} bytes", file=str(path)) from None
     except OSError as exc:
         raise ConfigError(f"cannot read script: {exc.strerror or exc}", file=str(path)) from None
     digest = hashlib.sha256(raw).hexdigest()
