@@ -21,6 +21,7 @@ from amos import safe_read
 from amos.atomic import atomic_write_bytes
 from amos.errors import SessionError
 from amos.journal import Journal, read_journal, read_regular, replay, tail_seq
+from amos.journal_gaps import JournalGap
 from amos.session_recovery import RecoveryDuties
 from amos.sessions import (
     _ID_RE,
@@ -185,29 +186,30 @@ class SessionStore(RecoveryDuties):
         try:
             data = self.read_data(session_id)
             journal = read_journal(self.journal_path(session_id), after_seq=int(data.get("journal_seq") or 0))
-            if not journal.entries:
+            before = len(self.warnings)
+            if not journal.entries and not journal.gaps:
                 session = validate_session(data, str(self.path(session_id)))
             else:
-                session = self._replayed(session_id, data, journal.entries)
+                session = self._replayed(session_id, data, journal.entries, gaps=journal.gaps)
         except SessionError as exc:
             if exc.code != "corrupt":
                 raise
             raise self.corrupt_error(session_id, str(exc)) from None
-        self.warnings.extend(journal.warnings)
+        self.warnings[before:before] = [w for w in journal.warnings if w not in self.warnings]
         return session
 
     def _replayed(self, session_id: str, data: dict[str, Any], entries: list[dict[str, Any]],
-                  loader: Any = None) -> Session:
+                  loader: Any = None, gaps: list[JournalGap] | None = None) -> Session:
         """The snapshot (or what ``loader()`` returns afresh) with the journal entries
-        after it; an entry that would make the session invalid is found (by bisection)
-        and ignored with everything after it."""
+        after it (past any ``gaps``, :func:`amos.journal.replay`); an entry that would make
+        the session invalid is found (by bisection) and ignored with everything after it."""
         where = str(self.journal_path(session_id))
         live = self.live_elsewhere(session_id)
         load_base = loader or (lambda: self.read_data(session_id))
 
         def attempt(count: int, base: dict[str, Any] | None = None) -> tuple[Session, int, list[str]]:
             current = base if base is not None else load_base()
-            applied, problems = replay(current, entries[:count], live=live)
+            applied, problems = replay(current, entries[:count], live=live, gaps=gaps or ())
             return validate_session(current, where), applied, problems
 
         try:
@@ -229,7 +231,7 @@ class SessionStore(RecoveryDuties):
             self.warnings.append(f"{where}: entry {entries[good].get('seq')} would make the session invalid "
                                  f"({str(exc).removeprefix(where + ': ')}); ignored it and the "
                                  f"{len(entries) - good - 1} entries after it")
-        self.warnings.extend(problems)
+        self.warnings.extend(w for w in problems if w not in self.warnings)
         if applied:
             self.warnings.append(f"session {session_id}: recovered {applied} journal entries written after "
                                  "its last snapshot (amos stopped before saving)")
@@ -287,9 +289,10 @@ class SessionStore(RecoveryDuties):
             self.warnings.extend(w for w in found.warnings if w not in self.warnings)
             self._ensure_root()
             fresh = False
-            if found.good_bytes < found.total_bytes and not found.torn_tail:
-                # An unreadable line in the middle: never cut the entries after it (only a
-                # torn last line is cut). Keep the file aside and start a new journal.
+            if found.gaps:
+                # Unreadable lines: never cut the entries after them (only a torn last
+                # line is cut). Keep the file aside whole and start a new journal from
+                # the state replay rebuilt (issue 17 item 5).
                 aside = path.with_name(f"journal.jsonl.corrupt-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}")
                 try:
                     os.replace(path, aside)
@@ -332,8 +335,8 @@ class SessionStore(RecoveryDuties):
             data = self.read_data(session_id)
             journal = self.journal_path(session_id)
             if tail_seq(journal) > int(data.get("journal_seq") or 0):
-                replay(data, read_journal(journal, after_seq=int(data.get("journal_seq") or 0)).entries,
-                       live=self.live_elsewhere(session_id))
+                found = read_journal(journal, after_seq=int(data.get("journal_seq") or 0))
+                replay(data, found.entries, live=self.live_elsewhere(session_id), gaps=found.gaps)
             messages = data.get("messages") or []
             if not isinstance(messages, list):
                 raise SessionError("corrupt", f"{path}: messages is not a list")
