@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from amos.atomic import atomic_write_bytes
 from amos.evidence import codec
@@ -57,41 +59,89 @@ def read_record_file(path: Path, record_id: str, max_bytes: int) -> bytes:
 
 
 def scan_records(
-    records_dir: Path, scope: EvidenceScope, max_bytes: int, old: dict[str, EvidenceMeta]
-) -> tuple[list[bytes], list[str]]:
-    """Index lines (sorted by id) of every readable record file of ``scope``.
+    records_dir: Path, scope: EvidenceScope, max_bytes: int, old: dict[str, EvidenceMeta],
+    recorded: Mapping[str, tuple[str, int]] | None = None,
+) -> tuple[list[bytes], list[str], list[str]]:
+    """Index lines (sorted by id) of every record file of ``scope``, never blessing tampering.
+
+    A record's content must still match every SHA-256 recorded for it — in the old
+    index (``old``) and elsewhere (``recorded``: the references sessions hold). One that
+    does not is *corrupt* (issue 17 item 4): it keeps the index line it was stored with
+    (or, when only ``recorded`` knows it, a line carrying the recorded hash and size), so
+    it is still listed and every read of it fails its integrity check; its file is kept.
 
     Args:
         records_dir: the scope's ``records`` folder.
         scope: the store's scope; files naming another scope are skipped.
         max_bytes: ``max_record_bytes``; larger files are skipped.
-        old: metadata from the previous index, to keep a known acknowledgement.
+        old: metadata from the previous index (its hashes, and a known acknowledgement).
+        recorded: ``{id: (sha256, size)}`` recorded outside the index, or None.
 
     Returns:
-        ``(lines, skipped_ids)``; an acknowledgement not confirmed by ``old`` (same
-        SHA-256) is reported as ``written``.
+        ``(lines, skipped_ids, corrupt_ids)``. Skipped: unreadable or foreign files with
+        no recorded hash (not indexed). Corrupt: content that no longer matches what was
+        recorded (indexed with the recorded hash when there is metadata for it). An
+        acknowledgement not confirmed by ``old`` (same SHA-256) is reported as ``written``.
     """
     found: list[bytes] = []
     skipped: list[str] = []
+    corrupt: list[str] = []
+    recorded = recorded or {}
     names = sorted(n for n in os.listdir(records_dir) if n.endswith(".json") and n[0] != ".")
     for name in names:
         record_id = name[: -len(".json")]
+        prior = old.get(record_id)
+        known = recorded.get(record_id)
         try:
             if codec.normalize_id(record_id) != record_id:
                 raise EvidenceError("invalid", "not a canonical id")
             data = read_record_file(records_dir / name, record_id, max_bytes)
+        except EvidenceError:
+            if prior is not None:  # it was stored: what is there now is not what was stored
+                corrupt.append(record_id)
+                found.append(fi.entry_line(prior))
+            else:
+                skipped.append(record_id)
+            continue
+        ref = codec.reference_for(record_id, data, "written")
+        expected = {(prior.sha256, prior.size)} if prior is not None else set()
+        if known is not None:
+            expected.add((known[0], int(known[1])))
+        if expected and any(pair != (ref.sha256, ref.size) for pair in expected):
+            corrupt.append(record_id)
+            line = fi.entry_line(prior) if prior is not None else _recorded_line(data, record_id, scope, known)
+            if line is not None:
+                found.append(line)
+            continue
+        try:
             record = codec.decode_record(data, record_id, scope)
         except EvidenceError:
             skipped.append(record_id)
             continue
-        ref = codec.reference_for(record_id, data, "written")
-        prior = old.get(record_id)
         ack = prior.acknowledgement if prior and prior.sha256 == ref.sha256 else "written"
-        found.append(fi.entry_line(EvidenceMeta(
-            id=record_id, sha256=ref.sha256, size=ref.size, acknowledgement=ack,
-            stored_at=record.stored_at or codec.ms_to_iso(codec.id_time_ms(record_id)),
-            tool=record.tool, call_id=record.call_id, execution_id=record.execution_id,
-            session_id=record.session_id, status=record.status, effect=record.effect,
-            completion=record.completion,
-        )))
-    return found, skipped
+        found.append(fi.entry_line(_meta(record_id, record, ref.sha256, ref.size, ack)))
+    return found, skipped, corrupt
+
+
+def _meta(record_id: str, record: Any, sha256: str, size: int, ack: str) -> EvidenceMeta:
+    return EvidenceMeta(
+        id=record_id, sha256=sha256, size=size, acknowledgement=ack,
+        stored_at=record.stored_at or codec.ms_to_iso(codec.id_time_ms(record_id)),
+        tool=record.tool, call_id=record.call_id, execution_id=record.execution_id,
+        session_id=record.session_id, status=record.status, effect=record.effect,
+        completion=record.completion,
+    )
+
+
+def _recorded_line(data: bytes, record_id: str, scope: EvidenceScope,
+                   known: tuple[str, int] | None) -> bytes | None:
+    """The index line of a changed record known only from a session's reference: its
+    metadata from the (changed) file, its hash and size as recorded. None when the file
+    no longer parses (it cannot be listed; it is still reported corrupt)."""
+    if known is None:
+        return None
+    try:
+        record = codec.decode_record(data, record_id, scope)
+    except EvidenceError:
+        return None
+    return fi.entry_line(_meta(record_id, record, known[0], int(known[1]), "written"))
