@@ -24,9 +24,11 @@ taken just after a save, so the snapshot names the one before it).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -469,9 +471,13 @@ class Journal:
     def _open(self) -> int:
         if self._fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            # O_NONBLOCK: a FIFO put in its place fails at once (ENXIO) instead of waiting for a reader
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK, 0o600)
             try:
-                size = os.fstat(fd).st_size
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    raise OSError(errno.EINVAL, "not a regular file")
+                size = info.st_size
                 if self._good_bytes is not None and size > self._good_bytes:
                     os.ftruncate(fd, self._good_bytes)
                     size = self._good_bytes
