@@ -7,7 +7,7 @@ session continues where it stopped.
 
 A script is checked strictly when loaded: besides the schema, a leaf that is not JSON
 or not representable (``NaN``, ``Infinity``, an integer of more than
-:data:`MAX_INT_DIGITS` digits, a number out of range, a lone surrogate), a key given
+:data:`MAX_INT_DIGITS` digits, a number out of range), a key given
 twice, a ``delay_ms`` over an hour or token counts over 10**12 are a configuration
 error (exit 2) naming the JSON path (issue 17 item 12). ``raw_arguments`` are decoded
 by the rule every provider follows (:func:`amos.providers.common.decode_arguments`).
@@ -173,7 +173,7 @@ def load_script(path: Path) -> tuple[Script, str]:
 #
 # Issue 17 item 12: generated malformed scripts ended with a traceback and no receipt (an
 # integer literal past Python's 4300-digit limit raised ValueError from json.loads), or
-# were accepted and broke later (NaN, a lone surrogate, duplicate keys). The decoder
+# were accepted and broke later (NaN, duplicate keys). The decoder
 # hooks below turn each such leaf into a marker; :func:`_first_problem` then names the
 # JSON path of the first one, and nothing odd gets past the loader.
 
@@ -221,32 +221,20 @@ MAX_INT_DIGITS = 1000
 """Longest integer literal a script may hold, digits (far below Python's own limit)."""
 
 
-def _unicode_problem(text: str) -> str | None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return f"holds a lone surrogate (\\u{ord(text[exc.start]):04x}), which is not Unicode text"
-    return None
-
-
 def _first_problem(data: Any) -> tuple[list[Any], str] | None:
-    """``(path, why)`` of the first unacceptable leaf, key or object, in document order."""
+    """``(path, why)`` of the first unacceptable leaf or object, in document order.
+
+    A lone surrogate (``"\\udcff"``) stays accepted: it is how a script plays a model
+    that sends one, and the runner must cope with that at its own boundary.
+    """
     stack: list[tuple[list[Any], Any]] = [([], data)]
     while stack:
         where, value = stack.pop()
         if isinstance(value, _Bad):
             return where, value.why
-        if isinstance(value, str):
-            why = _unicode_problem(value)
-            if why:
-                return where, f"the string {why}"
-        elif isinstance(value, dict):
+        if isinstance(value, dict):
             if isinstance(value, _Object) and value.duplicate is not None:
                 return where, f"the key {value.duplicate!r} is given twice"
-            for key in value:
-                why = _unicode_problem(key)
-                if why:
-                    return where, f"a key {why}"
             stack.extend(reversed([([*where, key], item) for key, item in value.items()]))
         elif isinstance(value, list):
             stack.extend(reversed([([*where, n], item) for n, item in enumerate(value)]))
