@@ -25,6 +25,8 @@ from .support import write_script
 PACKAGE = str(Path(amos.__file__).resolve().parent) + os.sep
 AFTER_ENTRY = (0.0, 0.02, 0.05, 0.1, 0.15, 0.25)
 """Seconds after the moment the entry point starts (measured with ``amos --version``)."""
+MIN_QUIET = 3
+"""Interruptions that must land after the entry point started (and exit 130 quietly)."""
 
 
 def _console_script() -> list[str]:
@@ -57,8 +59,11 @@ def test_sigint_at_early_moments_exits_130_quietly(tmp_path):
     commands = [["run", "--yes", "--script", str(script), "--workspace", str(ws), "hi"], ["sessions", "list"]]
     env = {**os.environ, "AMOS_HOME": str(tmp_path / "home")}
     entry = _time_to_entry(env)
-    outcomes = []
-    for n, offset in enumerate(AFTER_ENTRY):
+    quiet = 0
+    offsets = list(AFTER_ENTRY)
+    while offsets:
+        offset = offsets.pop(0)
+        n = len(AFTER_ENTRY) - len(offsets)
         proc = subprocess.Popen([*_console_script(), *commands[n % 2]], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=env)
         time.sleep(entry + offset)
@@ -68,16 +73,16 @@ def test_sigint_at_early_moments_exits_130_quietly(tmp_path):
         finally:
             if proc.poll() is None:
                 proc.kill()
-        outcomes.append((round(entry + offset, 3), proc.returncode, err))
-    quiet = 0
-    for delay, code, err in outcomes:
+        delay, code = round(entry + offset, 3), proc.returncode
         assert not _amos_frames(err), f"SIGINT at {delay}s: traceback inside amos\n{err[-2000:]}"
-        if "Traceback" in err or "Fatal Python error" in err:
-            continue  # before amos's entry point ran (interpreter start-up): nothing amos can do
-        assert code in (130, -signal.SIGINT, 0), (delay, code, err[-500:])
-        assert "Aborted!" not in err, (delay, err)
-        quiet += code == 130
-    assert quiet >= len(AFTER_ENTRY) // 2, [(d, c) for d, c, _ in outcomes]
+        early = "Traceback" in err or "Fatal Python error" in err
+        if not early:  # (a traceback naming no amos file: before amos's entry point ran)
+            assert code in (130, -signal.SIGINT, 0), (delay, code, err[-500:])
+            assert "Aborted!" not in err, (delay, err)
+            quiet += code == 130
+        if code != 130 and not offsets and quiet < MIN_QUIET and offset < 2.0:
+            offsets.append(offset + 0.2)  # a slow start-up on a loaded machine: try later moments too
+    assert quiet >= MIN_QUIET, f"only {quiet} runs were interrupted after amos's entry point started"
 
 
 def test_the_entry_module_imports_nothing_the_interpreter_has_not_loaded():
