@@ -146,7 +146,9 @@ def rebuild_evidence(config: ConfigOpt = None, json_out: JsonOpt = False) -> Non
     """Rebuild the scope's index from its record files (after a damaged or deleted index).
 
     Records are re-verified; an acknowledgement is kept only where the old index
-    confirms the same hash, else it is reported as ``written``.
+    confirms the same hash, else it is reported as ``written``. A record whose content
+    no longer matches the SHA-256 recorded for it (in the old index or a session's
+    reference) is listed as corrupt, kept with that hash, and the exit code is 1.
 
     Example: amos evidence rebuild
     """
@@ -156,9 +158,16 @@ def rebuild_evidence(config: ConfigOpt = None, json_out: JsonOpt = False) -> Non
         report = _open(config).evidence_rebuild()
     except AmosError as exc:
         _fail(exc, json_out)
+    corrupt = report.get("corrupt") or []
     if json_out:
         typer.echo(json.dumps(report, ensure_ascii=False))
-        return
-    skipped = report.get("skipped") or []
-    typer.echo(f"indexed {report.get('indexed', 0)} record(s)"
-               + (f"; skipped {len(skipped)} unreadable: {', '.join(map(_safe, skipped[:10]))}" if skipped else ""))
+    else:
+        skipped = report.get("skipped") or []
+        typer.echo(f"indexed {report.get('indexed', 0)} record(s)"
+                   + (f"; skipped {len(skipped)} unreadable: {', '.join(map(_safe, skipped[:10]))}" if skipped else "")
+                   + (f"; {len(corrupt)} corrupt (kept, with the SHA-256 they were stored with): "
+                      f"{', '.join(map(_safe, corrupt[:10]))}" if corrupt else ""))
+    if corrupt:
+        typer.echo(f"amos: {len(corrupt)} evidence record(s) no longer match the SHA-256 recorded when they were "
+                   "stored; they stay listed and every read of them fails", err=True)
+        raise typer.Exit(1)

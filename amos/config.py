@@ -73,6 +73,7 @@ from amos.config_models import (
 )
 from amos.errors import ConfigError
 from amos.redact import mask_url
+from amos.safe_read import NotRegularFileError, read_regular
 
 # --------------------------------------------------------------------------- errors
 
@@ -206,15 +207,33 @@ def format_validation_error(exc: ValidationError, file: Path | str | None) -> Co
 # --------------------------------------------------------------------------- reading files
 
 
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+"""Largest config file read, bytes (a config is a few KiB; this stops a runaway file)."""
+
+
 def _read_bytes(path: Path) -> bytes:
+    """A config file's bytes through the one safe reader (issue 17 item 9): a FIFO or a
+    device is refused at once, never waited on or read without end."""
     try:
-        return path.read_bytes()
+        return read_regular(path, max_bytes=MAX_CONFIG_BYTES)
     except FileNotFoundError:
         raise ConfigError("no such file", file=str(path)) from None
-    except IsADirectoryError:
-        raise ConfigError("is a directory, not a config file", file=str(path)) from None
+    except NotRegularFileError as exc:
+        if exc.kind == "a folder":
+            raise ConfigError("is a directory, not a config file", file=str(path)) from None
+        raise ConfigError(f"cannot read: {exc.strerror}; a config must be a regular JSON file",
+                          file=str(path)) from None
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+
+
+def _present(path: Path) -> bool:
+    """True when something that is not a folder sits at ``path`` (a FIFO or a device
+    there is then refused by :func:`_read_bytes`, never silently skipped)."""
+    try:
+        return path.exists() and not path.is_dir()
+    except OSError:
+        return True
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -390,7 +409,7 @@ def load_config(
     sources: list[Path] = []
     warnings: list[str] = []
     trusted: dict[str, str] = {}
-    if user_file.exists():
+    if _present(user_file):
         data, user_config = _load_layer(user_file)
         trusted = user_config.trusted_projects
         layers.append(data)
@@ -402,7 +421,7 @@ def load_config(
         explicit = explicit if explicit.is_absolute() else cwd / explicit
 
     project = paths.project_config_file(cwd)
-    if project.is_file() and not (explicit is not None and _same_file(explicit, project)):
+    if _present(project) and not (explicit is not None and _same_file(explicit, project)):
         raw = _read_bytes(project)
         label = "./amos.json" if _is_process_cwd(cwd) else str(project)
         recorded = trusted.get(str(project))

@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from amos.errors import ConfigError
+from amos.policy.doom_loop_config import AMOS_DOOM_LOOP_LADDER, AMOS_TEXT_OPTIONS
 
 PROVIDERS = ("openai", "anthropic", "google", "openai-compatible", "scripted")
 """Provider names accepted before the first colon of a model string."""
@@ -390,8 +391,9 @@ class DoomLoopLadderConfig(_Model):
     """Use the escalation model for the next turn."""
     block: Rung = 3
     """Refuse the repeated tool call."""
-    stop: Rung = 6
-    """End the run (STUCK)."""
+    stop: Rung = AMOS_DOOM_LOOP_LADDER.stop
+    """End the run (cause ``doom_loop``). 5: a response repeating a sentence five times
+    is a loop (issue 17 item 15; the reference detector's default is 6)."""
 
 
 class DoomLoopTextConfig(_Model):
@@ -399,14 +401,16 @@ class DoomLoopTextConfig(_Model):
 
     enabled: bool = True
     """Detect repeated text."""
-    max_period_tokens: Annotated[int, Field(ge=1, le=256)] = 16
-    """Longest repeated block looked for, tokens (at most 256: the work grows with it)."""
-    min_repeats: Threshold = 4
+    max_period_tokens: Annotated[int, Field(ge=1, le=256)] = AMOS_TEXT_OPTIONS.max_period_tokens
+    """Longest repeated block looked for, tokens (at most 256: the work grows with it).
+    160 finds a repeated sentence, sentence cycle or paragraph (the reference: 16)."""
+    min_repeats: Threshold = AMOS_TEXT_OPTIONS.min_repeats
     """Consecutive copies needed (at most 1000)."""
-    min_covered_tokens: Annotated[int, Field(ge=1, le=4000)] = 12
+    min_covered_tokens: Annotated[int, Field(ge=1, le=4000)] = AMOS_TEXT_OPTIONS.min_covered_tokens
     """Tokens the copies must cover (at most 4000)."""
-    max_window_tokens: Annotated[int, Field(ge=1, le=4000)] = 400
-    """Tail of the text examined, tokens (at most 4000: bounds the work per turn)."""
+    max_window_tokens: Annotated[int, Field(ge=1, le=4000)] = AMOS_TEXT_OPTIONS.max_window_tokens
+    """Tail of the text examined, tokens (at most 4000: bounds the work per turn); 800
+    holds five copies of the longest block (the reference: 400)."""
 
 
 class DoomLoopEscalationConfig(_Model):

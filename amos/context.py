@@ -10,6 +10,7 @@ from pathlib import Path
 
 from amos.messages import Message
 from amos.providers.base import ModelRequest
+from amos.safe_read import read_head
 from amos.tools.base import ToolSpec
 
 PROJECT_FILES = ("AGENTS.md", "CLAUDE.md")
@@ -33,7 +34,7 @@ def project_instructions(workspace: Path) -> tuple[str, str] | None:
         path = workspace / name
         try:
             if path.is_file():
-                raw = path.read_bytes()[:MAX_PROJECT_INSTRUCTIONS_BYTES]
+                raw = read_head(path, MAX_PROJECT_INSTRUCTIONS_BYTES)  # a FIFO swapped in never blocks
                 return name, raw.decode("utf-8", errors="replace")
         except OSError:
             continue

@@ -24,6 +24,7 @@ taken just after a save, so the snapshot names the one before it).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -33,7 +34,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from amos import safe_read
 from amos.errors import SessionError
+from amos.journal_gaps import (
+    Aligner,
+    JournalGap,
+    close_lost_calls,
+    drop_answered_held,
+    lost_warning,
+)
 
 REPLAYED_FIELDS = frozenset({
     "title", "name", "host", "provider_state", "usage", "loop", "last_stop", "pending", "doom_loop",
@@ -47,11 +56,11 @@ class JournalRead:
     """What :func:`read_journal` found.
 
     Attributes:
-        entries: parsed entries in file order (only the readable prefix).
+        entries: parsed entries in file order (every readable one after ``after_seq``).
         last_seq: ``seq`` of the last readable entry (0 when none).
-        warnings: one line per problem (torn last line, unreadable line).
-        good_bytes: length of the readable prefix, bytes (a writer truncates a torn
-            tail to this before appending).
+        warnings: one line per problem (torn last line, unreadable lines).
+        good_bytes: end of the last readable line, bytes (a writer truncates a torn
+            tail to this before appending; a journal with gaps is set aside instead).
         total_bytes: file size, bytes.
     """
 
@@ -63,8 +72,11 @@ class JournalRead:
     torn_tail: bool = False
     """True when the read stopped only at an incomplete last line (safe to cut)."""
     max_seq: int = 0
-    """Highest ``seq`` found anywhere in the file, readable prefix or not (a new journal
-    must continue above it)."""
+    """Highest ``seq`` found anywhere in the file, readable or not (a new journal must
+    continue above it)."""
+    gaps: list[JournalGap] = field(default_factory=list)
+    """Runs of unreadable lines between (or after) readable entries, in file order; the
+    entries after a gap are still in :attr:`entries`."""
 
 
 def _lines(data: bytes) -> Iterator[tuple[int, bytes, bool]]:
@@ -83,30 +95,34 @@ _SEQ_PREFIX = re.compile(rb'\{"seq":(\d+),')
 """How :class:`Journal` starts every line (compact JSON, ``seq`` first)."""
 
 
+MAX_SESSION_FILE_BYTES = 1024 * 1024 * 1024
+"""Largest ``session.json``, journal or checkpoint read, bytes (a bound, not a budget:
+histories with large tool results are big, but never this big)."""
+
+
 def read_regular(path: Path) -> bytes:
-    """The bytes of a regular file; a FIFO or device is refused at once, never waited on.
+    """The bytes of a session file through the one safe reader (:mod:`amos.safe_read`):
+    a FIFO or device is refused at once, never waited on; over
+    :data:`MAX_SESSION_FILE_BYTES` is refused.
 
     Raises:
-        FileNotFoundError: missing. OSError: unreadable or not a regular file.
+        FileNotFoundError: missing. OSError: unreadable or not a regular file
+            (``strerror`` says which).
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path.name} is not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
-    finally:
-        os.close(fd)
+    return safe_read.read_regular(path, max_bytes=MAX_SESSION_FILE_BYTES)
 
 
 def read_journal(path: Path, *, after_seq: int = 0) -> JournalRead:
-    """Read a journal, stopping at the first line that cannot be trusted.
+    """Read a journal: every readable entry, with the unreadable lines between them as gaps.
 
-    A last line without its newline (a crash mid-append) is ignored with a warning;
-    an unreadable line elsewhere stops the read there with a warning, so nothing after
-    a gap is ever applied. Lines up to ``after_seq`` (already in the snapshot) are only
-    checked for a complete line with an increasing ``seq``, not parsed, so loading a
-    session costs the entries after its snapshot, not its whole history.
+    A last line without its newline (a crash mid-append) is ignored with a warning. An
+    unreadable line elsewhere (not JSON, not an entry, a ``seq`` that does not increase)
+    is recorded as a :class:`~amos.journal_gaps.JournalGap` with a warning naming its
+    line number, and the read goes on: the valid entries after it still say which calls
+    ran and what they returned (issue 17 item 5), and :func:`replay` decides what they
+    can rebuild. Lines up to ``after_seq`` (already in the snapshot) are only checked for
+    a complete line with an increasing ``seq``, not parsed, so loading a session costs
+    the entries after its snapshot, not its whole history.
 
     Args:
         path: ``journal.jsonl``; a missing file reads as empty.
@@ -124,11 +140,15 @@ def read_journal(path: Path, *, after_seq: int = 0) -> JournalRead:
         raise SessionError("corrupt", f"{path}: cannot read the journal: {exc.strerror or exc}") from None
     result.total_bytes = len(data)
     line_no = 0
+    bad: tuple[int, str] | None = None  # (first line, why) of the gap being read
     for end, line, complete in _lines(data):
         line_no += 1
         if complete and after_seq and line.endswith(b"}"):
             match = _SEQ_PREFIX.match(line)
             if match and result.last_seq < int(match.group(1)) <= after_seq:
+                if bad is not None:
+                    _close_gap(result, path, bad, line_no - 1, int(match.group(1)), after_seq)
+                    bad = None
                 result.last_seq, result.good_bytes = int(match.group(1)), end
                 continue
         try:
@@ -136,23 +156,45 @@ def read_journal(path: Path, *, after_seq: int = 0) -> JournalRead:
             if not isinstance(entry, dict) or not isinstance(entry.get("seq"), int) or entry["seq"] <= result.last_seq:
                 raise ValueError("not a journal entry with an increasing seq")
         except (ValueError, RecursionError) as exc:
-            where = "its last line is incomplete (a write was cut short)" if not complete else \
-                f"line {line_no} is unreadable ({str(exc)[:80]})"
-            result.warnings.append(f"{path}: {where}; ignored it and everything after it")
-            result.torn_tail = not complete
-            result.max_seq = max(result.last_seq, _highest_seq(data[end:] if complete else b""))
-            return result
+            if not complete:
+                result.warnings.append(f"{path}: its last line is incomplete (a write was cut short); ignored it")
+                result.torn_tail = True
+                break
+            if bad is None:
+                bad = (line_no, str(exc)[:80])
+            continue
         if not complete:
             result.warnings.append(f"{path}: its last line has no newline (a write was cut short); ignored it")
             result.torn_tail = True
-            result.max_seq = result.last_seq
-            return result
+            break
+        if bad is not None:
+            _close_gap(result, path, bad, line_no - 1, entry["seq"], after_seq)
+            bad = None
         result.last_seq = entry["seq"]
         result.good_bytes = end
         if entry["seq"] > after_seq:
             result.entries.append(entry)
+    if bad is not None:
+        _close_gap(result, path, bad, line_no - 1 if result.torn_tail else line_no, None, after_seq)
     result.max_seq = result.last_seq
+    if result.gaps:  # an unreadable line may still name a seq: never reuse it (a torn tail's is free)
+        complete_end = data.rfind(b"\n") + 1 if result.torn_tail else len(data)
+        result.max_seq = max(result.last_seq, _highest_seq(data[:complete_end]))
     return result
+
+
+def _close_gap(result: JournalRead, path: Path, bad: tuple[int, str], last_line: int,
+               next_seq: int | None, after_seq: int) -> None:
+    gap = JournalGap(bad[0], last_line, next_seq)
+    result.gaps.append(gap)
+    verb = "is" if gap.first_line == gap.last_line else "are"
+    if next_seq is None:
+        after = "nothing readable follows"
+    elif next_seq <= after_seq:
+        after = "the session's snapshot already holds what followed"
+    else:
+        after = "the readable entries after it are still used"
+    result.warnings.append(f"{path}: {gap.lines} {verb} unreadable ({bad[1]}); {after}")
 
 
 def _highest_seq(rest: bytes) -> int:
@@ -161,28 +203,54 @@ def _highest_seq(rest: bytes) -> int:
 
 
 def replay(data: dict[str, Any], entries: list[dict[str, Any]], *,
-           live: bool = False) -> tuple[int, list[str]]:
+           live: bool = False, gaps: list[JournalGap] | tuple[JournalGap, ...] = ()) -> tuple[int, list[str]]:
     """Apply journal entries to a session's JSON data in place.
+
+    After a gap (unreadable lines, :attr:`JournalRead.gaps`) the entries that follow are
+    still applied (issue 17 item 5, :mod:`amos.journal_gaps`): ``message`` entries whose
+    index the lost lines left past the end are appended in order, the next ``snapshot``
+    entry rebuilds the whole state, every call left without a result is given one saying
+    its outcome was lost with those lines (never "not run"), and one warning names the
+    lost lines. Held calls that already have a result are dropped from ``pending``
+    whether or not there was a gap, so a resume never runs them twice.
 
     Args:
         data: the session as a JSON object (``session.json`` parsed); ``journal_seq``
             is advanced to the last entry applied.
         entries: entries after the snapshot's ``journal_seq``, in order.
         live: another process is running the session now: a journal that ends inside
-            a run is that run, not an interrupted one.
+            a run is that run, not an interrupted one (and its open calls are its own).
+        gaps: the journal's gaps; those whose ``next_seq`` is not among ``entries``
+            (already in the snapshot) are ignored, except a gap that runs to the end.
 
     Returns:
         ``(state-changing entries applied, warnings)``; records for people advance
-        ``journal_seq`` without counting. Replay stops at the first entry that does not
-        fit (a message index past the end), with a warning.
+        ``journal_seq`` without counting. Without a gap, replay stops at the first entry
+        that does not fit (a message index past the end), with a warning.
     """
     applied = 0
     warnings: list[str] = []
     messages = data.setdefault("messages", [])
+    starts = {g.next_seq: g for g in gaps if g.next_seq is not None}
+    passed: list[JournalGap] = []  # gaps this replay went past, in order
+    healed_by: int | None = None
+    after_gap = 0
+    finished: dict[str, str] = {}
+    align = Aligner()
     for entry in entries:
         kind = entry.get("kind")
+        if entry["seq"] in starts:
+            passed.append(starts[entry["seq"]])
+            align.active, healed_by = True, None
+        if passed:
+            after_gap += 1
         if kind == "message":
             index, message = entry.get("index"), entry.get("message")
+            if isinstance(index, int) and isinstance(message, dict) and align.active:
+                index = align.target(index, len(messages))
+                if index is None:  # it replaced a message the gap lost
+                    data["journal_seq"] = entry["seq"]
+                    continue
             if not isinstance(index, int) or not isinstance(message, dict) or not 0 <= index <= len(messages):
                 warnings.append(f"journal entry {entry['seq']} does not fit the history "
                                 f"({len(messages)} messages); replay stopped there")
@@ -196,6 +264,7 @@ def replay(data: dict[str, Any], entries: list[dict[str, Any]], *,
                 warnings.append(f"journal entry {entry['seq']} has no message list; replay stopped there")
                 break
             messages[:] = entry["messages"]
+            align.reset()
         elif kind == "snapshot":
             whole = entry.get("session")
             if not isinstance(whole, dict) or whole.get("id", data.get("id")) != data.get("id", whole.get("id")):
@@ -204,6 +273,10 @@ def replay(data: dict[str, Any], entries: list[dict[str, Any]], *,
             data.clear()
             data.update(whole)
             messages = data.setdefault("messages", [])
+            align.reset()
+            finished.clear()
+            if passed:
+                healed_by = entry["seq"]
         elif kind == "fields":
             for name, value in (entry.get("fields") or {}).items():
                 if name in REPLAYED_FIELDS:
@@ -216,8 +289,17 @@ def replay(data: dict[str, Any], entries: list[dict[str, Any]], *,
             _add_call(data, entry["row"])
         elif kind == "event" and isinstance(entry.get("event"), dict):
             _track_run(data, entry["event"])
+            if entry["event"].get("event_kind") == "tool_call_finished" and passed:
+                finished[str(entry["event"].get("call_id"))] = str(entry["event"].get("status"))
         data["journal_seq"] = entry["seq"]
         applied += kind in ("message", "messages", "snapshot", "fields", "model_call")
+    passed.extend(g for g in gaps if g.next_seq is None)  # lines lost at the very end
+    if passed and (healed_by is None or passed[-1].next_seq is None):
+        healed_by = None
+    closed = close_lost_calls(data, passed, finished) if passed and healed_by is None and not live else []
+    if passed:
+        warnings.append(lost_warning(data, passed, healed_by=healed_by, replayed=after_gap, closed=closed))
+    warnings.extend(drop_answered_held(data))
     interrupted = data.pop("_running", None)
     if interrupted is not None and not live:
         warnings.extend(close_interrupted(data, interrupted))
@@ -339,12 +421,16 @@ def tail_seq(path: Path, window: int = 65536) -> int:
     snapshot without reading it all.
     """
     try:
-        with open(path, "rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - window))
-            tail = fh.read()
+        fd, info = safe_read.open_regular(path)  # a FIFO in its place must not hang the listing
     except OSError:
         return 0
+    try:
+        size = info.st_size
+        tail = os.pread(fd, min(size, window), max(0, size - window))
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
     # The piece after the last newline is empty or a torn line; a piece before the
     # first newline may be cut when the window starts mid-file.
     for line in reversed(tail.split(b"\n")[1 if size > window else 0:-1]):
@@ -385,9 +471,13 @@ class Journal:
     def _open(self) -> int:
         if self._fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            # O_NONBLOCK: a FIFO put in its place fails at once (ENXIO) instead of waiting for a reader
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK, 0o600)
             try:
-                size = os.fstat(fd).st_size
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    raise OSError(errno.EINVAL, "not a regular file")
+                size = info.st_size
                 if self._good_bytes is not None and size > self._good_bytes:
                     os.ftruncate(fd, self._good_bytes)
                     size = self._good_bytes

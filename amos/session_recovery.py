@@ -234,7 +234,7 @@ class RecoveryDuties:
         found = read_journal(journal_path, after_seq=int(data.get("journal_seq") or 0))
         warnings.extend(found.warnings)
         before = len(self.warnings)
-        session = self._replayed(session_id, data, found.entries, loader=loader)
+        session = self._replayed(session_id, data, found.entries, loader=loader, gaps=found.gaps)
         warnings.extend(self.warnings[before:])
         del self.warnings[before:]
         applied = sum(1 for e in found.entries if e.get("kind") in ("message", "messages", "snapshot", "fields",

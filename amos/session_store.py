@@ -17,9 +17,11 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from amos import safe_read
 from amos.atomic import atomic_write_bytes
 from amos.errors import SessionError
 from amos.journal import Journal, read_journal, read_regular, replay, tail_seq
+from amos.journal_gaps import JournalGap
 from amos.session_recovery import RecoveryDuties
 from amos.sessions import (
     _ID_RE,
@@ -32,6 +34,9 @@ from amos.sessions import (
     utc_now,
     validate_session,
 )
+
+_OWNER_MAX_BYTES = 4096
+"""Largest run-lock owner file read (``{"pid", "since"}``), bytes."""
 
 
 def _is_empty(path: Path) -> bool:
@@ -76,6 +81,15 @@ class SessionStore(RecoveryDuties):
                 f"cannot create the session folder {self.root}: {exc.strerror or exc} "
                 "(check AMOS_HOME or sessions.directory in the config)",
             ) from None
+
+    def unwritable(self, exc: OSError) -> SessionError:
+        """The one-line ``unavailable`` error (exit 2, a configuration problem) for a
+        sessions folder that exists but cannot be written (issue 17 item 7)."""
+        return SessionError(
+            "unavailable",
+            f"cannot write to the session folder {self.root}: {exc.strerror or exc} "
+            "(check AMOS_HOME or sessions.directory in the config, or use --no-save)",
+        )
 
     def session_dir(self, session_id: str) -> Path:
         """Folder of one session."""
@@ -144,7 +158,8 @@ class SessionStore(RecoveryDuties):
         except FileNotFoundError:
             raise SessionError("corrupt", f"{path}: the snapshot is missing") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            problem = "the file is empty (0 bytes)" if _is_empty(path) else str(exc)
+            problem = "the file is empty (0 bytes)" if _is_empty(path) else \
+                (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
             raise SessionError("corrupt", f"{path}: cannot read session: {problem}") from None
         except RecursionError:
             raise SessionError("corrupt", f"{path}: cannot read session: JSON nested too deeply") from None
@@ -171,29 +186,30 @@ class SessionStore(RecoveryDuties):
         try:
             data = self.read_data(session_id)
             journal = read_journal(self.journal_path(session_id), after_seq=int(data.get("journal_seq") or 0))
-            if not journal.entries:
+            before = len(self.warnings)
+            if not journal.entries and not journal.gaps:
                 session = validate_session(data, str(self.path(session_id)))
             else:
-                session = self._replayed(session_id, data, journal.entries)
+                session = self._replayed(session_id, data, journal.entries, gaps=journal.gaps)
         except SessionError as exc:
             if exc.code != "corrupt":
                 raise
             raise self.corrupt_error(session_id, str(exc)) from None
-        self.warnings.extend(journal.warnings)
+        self.warnings[before:before] = [w for w in journal.warnings if w not in self.warnings]
         return session
 
     def _replayed(self, session_id: str, data: dict[str, Any], entries: list[dict[str, Any]],
-                  loader: Any = None) -> Session:
+                  loader: Any = None, gaps: list[JournalGap] | None = None) -> Session:
         """The snapshot (or what ``loader()`` returns afresh) with the journal entries
-        after it; an entry that would make the session invalid is found (by bisection)
-        and ignored with everything after it."""
+        after it (past any ``gaps``, :func:`amos.journal.replay`); an entry that would make
+        the session invalid is found (by bisection) and ignored with everything after it."""
         where = str(self.journal_path(session_id))
         live = self.live_elsewhere(session_id)
         load_base = loader or (lambda: self.read_data(session_id))
 
         def attempt(count: int, base: dict[str, Any] | None = None) -> tuple[Session, int, list[str]]:
             current = base if base is not None else load_base()
-            applied, problems = replay(current, entries[:count], live=live)
+            applied, problems = replay(current, entries[:count], live=live, gaps=gaps or ())
             return validate_session(current, where), applied, problems
 
         try:
@@ -215,7 +231,7 @@ class SessionStore(RecoveryDuties):
             self.warnings.append(f"{where}: entry {entries[good].get('seq')} would make the session invalid "
                                  f"({str(exc).removeprefix(where + ': ')}); ignored it and the "
                                  f"{len(entries) - good - 1} entries after it")
-        self.warnings.extend(problems)
+        self.warnings.extend(w for w in problems if w not in self.warnings)
         if applied:
             self.warnings.append(f"session {session_id}: recovered {applied} journal entries written after "
                                  "its last snapshot (amos stopped before saving)")
@@ -273,9 +289,10 @@ class SessionStore(RecoveryDuties):
             self.warnings.extend(w for w in found.warnings if w not in self.warnings)
             self._ensure_root()
             fresh = False
-            if found.good_bytes < found.total_bytes and not found.torn_tail:
-                # An unreadable line in the middle: never cut the entries after it (only a
-                # torn last line is cut). Keep the file aside and start a new journal.
+            if found.gaps:
+                # Unreadable lines: never cut the entries after them (only a torn last
+                # line is cut). Keep the file aside whole and start a new journal from
+                # the state replay rebuilt (issue 17 item 5).
                 aside = path.with_name(f"journal.jsonl.corrupt-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}")
                 try:
                     os.replace(path, aside)
@@ -318,8 +335,8 @@ class SessionStore(RecoveryDuties):
             data = self.read_data(session_id)
             journal = self.journal_path(session_id)
             if tail_seq(journal) > int(data.get("journal_seq") or 0):
-                replay(data, read_journal(journal, after_seq=int(data.get("journal_seq") or 0)).entries,
-                       live=self.live_elsewhere(session_id))
+                found = read_journal(journal, after_seq=int(data.get("journal_seq") or 0))
+                replay(data, found.entries, live=self.live_elsewhere(session_id), gaps=found.gaps)
             messages = data.get("messages") or []
             if not isinstance(messages, list):
                 raise SessionError("corrupt", f"{path}: messages is not a list")
@@ -373,7 +390,7 @@ class SessionStore(RecoveryDuties):
         live, so a journal ending inside a run is not an interrupted one)."""
         owner = self.root / f".{session_id}.lock.owner"
         try:
-            if int(json.loads(owner.read_text(encoding="utf-8"))["pid"]) == os.getpid():
+            if int(json.loads(safe_read.read_regular(owner, max_bytes=_OWNER_MAX_BYTES))["pid"]) == os.getpid():
                 return False
         except (OSError, ValueError, KeyError, TypeError):
             return False
@@ -395,22 +412,26 @@ class SessionStore(RecoveryDuties):
         file beside it names the holder for the ``busy`` message.
 
         Raises:
-            SessionError: ``busy`` naming the process that holds it.
+            SessionError: ``busy`` naming the process that holds it; ``unavailable``
+                (exit 2) when the sessions folder cannot be written (read-only, not a
+                folder, no permission), naming the folder.
         """
         self._ensure_root()
         lock = FileLock(str(self.root / f".{session_id}.lock"), timeout=0, thread_local=False)
         owner = self.root / f".{session_id}.lock.owner"
         try:
             lock.acquire()
-        except Timeout:
+        except Timeout:  # (a TimeoutError, so an OSError: caught first)
             holder = ""
-            with contextlib.suppress(OSError, ValueError):
-                info = json.loads(owner.read_text(encoding="utf-8"))
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                info = json.loads(safe_read.read_regular(owner, max_bytes=_OWNER_MAX_BYTES))
                 holder = f" (pid {int(info['pid'])}, since {info.get('since', '?')})"
             raise SessionError(
                 "busy", f"session {session_id} is in use by another amos process{holder}; "
                         "try again when it ends"
             ) from None
+        except OSError as exc:  # a read-only mount, a folder without write permission
+            raise self.unwritable(exc) from None
         with contextlib.suppress(OSError):
             atomic_write_bytes(owner, json.dumps({"pid": os.getpid(), "since": utc_now()}).encode(), durable=False)
         self._sweep_temp_files(session_id)

@@ -148,7 +148,7 @@ def test_later_scalar_replaces_earlier_object(tmp_path):
     user_config({"doom_loop": {"ladder": {"stop": 9}}})
     loaded = load_config(cwd=tmp_path, overrides={"doom_loop": True})
     assert loaded.config.doom_loop is not None
-    assert loaded.config.doom_loop.ladder.stop == 6
+    assert loaded.config.doom_loop.ladder.stop == 5  # amos's default, not the earlier 9
 
 
 def test_relative_paths_resolve_against_the_files_folder(tmp_path):
@@ -545,7 +545,9 @@ def test_example_file_shows_the_documented_values():
     expected_policy = LoopPolicyConfig(completion=CompletionConfig(), progress=ProgressConfig())
     assert example.pop("loop_policy") == config_to_json(AmosConfig(loop_policy=expected_policy))["loop_policy"]
     doom = example.pop("doom_loop")
-    assert doom["ladder"] == {"observe": 2, "steer": False, "escalate": False, "block": 3, "stop": 6}
+    assert doom["ladder"] == {"observe": 2, "steer": False, "escalate": False, "block": 3, "stop": 5}
+    assert doom["text"] == {"enabled": True, "max_period_tokens": 160, "min_repeats": 4, "min_covered_tokens": 12,
+                            "max_window_tokens": 800}
     assert doom["escalation"] == {"model": "anthropic:claude-opus-4-1", "max_escalations": 2}
     for key in ("loop_policy", "doom_loop"):
         assert defaults.pop(key) is None

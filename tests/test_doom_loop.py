@@ -187,13 +187,17 @@ def test_validated_config_model_is_accepted():
         }
     ).doom_loop
     config = resolve_doom_loop_option(model)
-    assert config.ladder == DoomLoopLadder(observe=1, steer=2, escalate=False, block=3, stop=6)
+    assert config.ladder == DoomLoopLadder(observe=1, steer=2, escalate=False, block=3, stop=5)  # amos's stop
     assert config.text.enabled is False
     assert config.escalation == ResolvedEscalation("anthropic:claude-opus-4-1", 3)
     assert AmosConfig.model_validate({"doom_loop": True}).doom_loop is not None
-    assert resolve_doom_loop_option(AmosConfig.model_validate({"doom_loop": True}).doom_loop) == (
-        resolve_doom_loop_option(True)
-    )
+    # amos's config defaults (issue 17 item 15) differ from the reference's, which the
+    # lenient resolution keeps for programmatic callers
+    from amos.policy.doom_loop_config import AMOS_DOOM_LOOP_LADDER, AMOS_TEXT_OPTIONS
+
+    configured = resolve_doom_loop_option(AmosConfig.model_validate({"doom_loop": True}).doom_loop)
+    assert (configured.ladder, configured.text) == (AMOS_DOOM_LOOP_LADDER, AMOS_TEXT_OPTIONS)
+    assert resolve_doom_loop_option(True).ladder == DoomLoopLadder(stop=6)
     assert resolve_doom_loop_option(config) is config
 
 

@@ -26,8 +26,8 @@ def test_same_command_every_turn_runs_twice_blocks_then_stops(tmp_path):
     assert (stop["verdict"], stop["cause"], stop["reason"]) == ("BOUNDED_STOP", "doom_loop", "doom_loop")
     assert (tmp_path / "runs.txt").read_text().count("run") == 2  # rounds 1 and 2 only
     statuses = [c["status"] for c in doc["tool_calls"]]
-    assert statuses == ["succeeded", "succeeded", "blocked", "blocked", "blocked", "blocked"]
-    assert stop["steps"] == 6  # halted before the 7th model request
+    assert statuses == ["succeeded", "succeeded", "blocked", "blocked", "blocked"]  # stop at 5 (issue 17 item 15)
+    assert stop["steps"] == 5  # halted before the 6th model request
     assert doc["loop"]["doom_loop"]["last_verdict"]["action"] == "stop"
 
 

@@ -59,7 +59,8 @@ def test_nested_keys_and_secret_values():
 
 
 def test_overlapping_secrets_longest_first():
-    assert redact_text("abcdefgh and abcd", ["abcd", "abcdefgh"]) == f"{REDACTED} and {REDACTED}"
+    assert redact_text("abcdefghijkl and abcdefgh", ["abcdefgh", "abcdefghijkl"]) == f"{REDACTED} and {REDACTED}"
+    assert redact_text("a 7-char secret: abcdefg", ["abcdefg"]) == "a 7-char secret: abcdefg"  # below the minimum
     assert redact("plain", []) == "plain"
 
 

@@ -433,7 +433,7 @@ def test_damaged_index_is_corrupt_and_rebuild_recovers(fstore):
     fstore.index_path.write_bytes(b"\n".join(lines))
     assert_code("corrupt", fstore.list)
     report = fstore.rebuild_index()
-    assert report == {"indexed": 4, "skipped": []}
+    assert report == {"indexed": 4, "skipped": [], "corrupt": []}
     assert [fstore.get_reference(r.id) for r in refs[2:]] == refs[2:]  # fsync kept where known
     assert fstore.get_reference(refs[1].id).acknowledgement == "written"
 
@@ -443,8 +443,26 @@ def test_rebuild_after_lost_index(fstore):
     fstore.index_path.unlink()
     record_path(fstore, refs[0]).write_bytes(b"{not json")
     report = fstore.rebuild_index()
-    assert report == {"indexed": 2, "skipped": [refs[0].id]}
+    assert report == {"indexed": 2, "skipped": [refs[0].id], "corrupt": []}
     assert fstore.read_record(fstore.get_reference(refs[1].id)).call_id == "call-1"
+
+
+def test_rebuild_never_reindexes_a_changed_record_under_a_new_hash(fstore):
+    refs = [fstore.put(make_record(n)) for n in range(3)]
+    path = record_path(fstore, refs[1])
+    path.write_bytes(path.read_bytes().replace(b"call-1", b"call-X"))
+    record_path(fstore, refs[2]).write_bytes(b"{not json")  # stored, then garbled
+    report = fstore.rebuild_index()
+    assert report == {"indexed": 3, "skipped": [], "corrupt": [refs[1].id, refs[2].id]}
+    assert fstore.get_reference(refs[1].id) == refs[1]  # still the stored hash
+    for ref in refs[1:]:
+        assert_code("corrupt", fstore.read_bytes, ref)
+    # without the index, a hash recorded elsewhere (a session's reference) is checked too
+    fstore.index_path.unlink()
+    report = fstore.rebuild_index({refs[1].id: (refs[1].sha256, refs[1].size)})
+    assert report["corrupt"] == [refs[1].id] and report["skipped"] == [refs[2].id]
+    assert fstore.get_reference(refs[1].id).sha256 == refs[1].sha256
+    assert_code("corrupt", fstore.read_bytes, refs[1])
 
 
 def test_lock_timeout_is_busy(fstore):

@@ -719,7 +719,8 @@ def test_a_torn_last_journal_line_is_ignored_with_a_warning_and_cut_before_the_n
     assert [m.text for m in again.load(session.id).messages] == ["m0", "m1", "m2", "m3"]
 
 
-def test_a_bad_line_in_the_middle_stops_replay_there(tmp_path):
+def test_a_bad_line_in_the_middle_is_skipped_and_replay_goes_on_after_it(tmp_path):
+    # issue 17 item 5: the entries after a gap are still used (they may say a call ran)
     store, session = _saved_session(tmp_path)
     journal = store.journal(session)
     journal.append("message", "t", index=2, message=Message.user("m2").model_dump(mode="json"))
@@ -727,11 +728,12 @@ def test_a_bad_line_in_the_middle_stops_replay_there(tmp_path):
     path = store.journal_path(session.id)
     with open(path, "ab") as fh:
         fh.write(b"not json\n")
-        fh.write(json.dumps({"seq": 4, "at": "t", "kind": "message", "index": 3,
+        fh.write(json.dumps({"seq": 5, "at": "t", "kind": "message", "index": 4,
                              "message": Message.user("after the gap").model_dump(mode="json")}).encode() + b"\n")
     fresh = SessionStore(tmp_path)
-    assert [m.text for m in fresh.load(session.id).messages] == ["m0", "m1", "m2"]
-    assert any("line 3 is unreadable" in w for w in fresh.warnings)
+    assert [m.text for m in fresh.load(session.id).messages] == ["m0", "m1", "m2", "after the gap"]
+    assert any("line 3 is unreadable" in w and "still used" in w for w in fresh.warnings)
+    assert any("journal line 3 was lost" in w for w in fresh.warnings)
 
 
 def test_a_journal_ahead_of_the_snapshot_is_replayed_on_load(tmp_path):
@@ -917,9 +919,12 @@ def test_reading_after_a_seq_skips_parsing_but_not_checking(tmp_path):
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:2]) + b"garbage}\n" + b"".join(lines[3:]))
     part = read_journal(path, after_seq=5)
-    assert part.last_seq == 2 and part.entries == [] and "line 3 is unreadable" in part.warnings[0]
+    assert part.last_seq == 6 and [e["seq"] for e in part.entries] == [6]
+    assert "line 3 is unreadable" in part.warnings[0] and "snapshot already holds" in part.warnings[0]
+    assert [(g.first_line, g.next_seq) for g in part.gaps] == [(3, 4)]
     path.write_bytes(b"".join(lines[:2]) + lines[1] + b"".join(lines[3:]))  # a repeated seq
-    assert read_journal(path, after_seq=5).last_seq == 2
+    repeated = read_journal(path, after_seq=5)
+    assert repeated.last_seq == 6 and [(g.first_line, g.next_seq) for g in repeated.gaps] == [(3, 4)]
 
 
 def test_show_and_export_say_what_loading_recovered(tmp_path):

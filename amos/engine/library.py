@@ -260,8 +260,12 @@ class Library:
         return store.prune(older_than_days, self.evidence_session(session))
 
     def evidence_rebuild(self) -> dict[str, Any]:
-        """Rebuild the scope's index from its record files; the store's report."""
-        return self.evidence().rebuild_index()
+        """Rebuild the scope's index from its record files; the store's report (a record
+        whose content no longer matches the SHA-256 a session or the old index recorded
+        is listed under ``corrupt`` and kept, never re-hashed)."""
+        from amos.evidence.recorded import session_references
+
+        return self.evidence().rebuild_index(session_references(self.store))
 
     # ------------------------------------------------------------------ MCP servers
 

@@ -11,7 +11,6 @@ back only the tail that could be the start of a secret split across two deltas.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,30 +27,35 @@ def clean_text(text: str) -> str:
 
 
 class Masker:
-    """Masks every secret value (and the variants :mod:`amos.evidence.redact` knows) in text.
+    """Masks every secret value, and its common encodings, in text.
+
+    A thin owner of :func:`amos.evidence.redact.masker_for`'s cached masker (the value,
+    base64/base64url at every alignment, hex, URL-encoding, whitespace between their
+    characters; secrets shorter than 8 characters are not masked).
 
     Args:
-        secrets: the secret values (provider keys, server tokens…); values too short
-            to mask safely are ignored by the redactor.
+        secrets: the secret values (provider keys, server tokens…).
     """
 
     def __init__(self, secrets: Iterable[str] = ()):
-        from amos.evidence.redact import secret_values
+        from amos.evidence.redact import masker_for
 
         self.secrets: tuple[str, ...] = tuple(secrets)
-        self.values: tuple[str, ...] = secret_values(self.secrets)
-        self._pattern = re.compile("|".join(re.escape(v) for v in self.values)) if self.values else None
+        self._masker = masker_for(self.secrets)
 
     def __bool__(self) -> bool:
-        return self._pattern is not None
+        return bool(self._masker.forms)
+
+    @property
+    def forms(self) -> tuple[str, ...]:
+        """Every form masked, longest first."""
+        return self._masker.forms
 
     def text(self, text: str) -> str:
         """``text`` with every secret masked (unchanged when there are none)."""
-        if self._pattern is None or not text:
+        if not text or not self._masker.forms:
             return text
-        from amos.evidence.redact import REDACTED
-
-        return self._pattern.sub(REDACTED, text)
+        return self._masker.mask(text)
 
     def clean(self, text: str) -> str:
         """``text`` made valid UTF-8, then masked: what every outside text gets."""
@@ -69,7 +73,7 @@ class Masker:
 
     def outcome(self, outcome: ToolOutcome) -> ToolOutcome:
         """``outcome`` with every secret masked in its content, error and result."""
-        if self._pattern is None:
+        if not self._masker.forms:
             return outcome
         from amos.evidence.redact import redact
 
@@ -119,17 +123,18 @@ class Masker:
 class StreamMasker:
     """Masks a stream of text deltas as they arrive (issue 17, item 1).
 
-    A secret may be split between two deltas, so the tail of what arrived that could be
-    the start of a secret is held back until the next delta (or :meth:`flush`) decides
-    it. The concatenation of everything returned equals ``masker.clean(whole text)``;
-    nothing but such a tail is ever delayed.
+    A secret (or an encoded form of it) may be split between two deltas, so the tail of
+    what arrived that could be the start of one is held back until the next delta (or
+    :meth:`flush`) decides it: a *partial* match of the masker's pattern reaching the
+    end of the text so far (the ``regex`` module's ``partial=True``). The concatenation
+    of everything returned equals ``masker.clean(whole text)``; nothing but such a tail
+    is ever delayed.
     """
 
     def __init__(self, masker: Masker):
         self._masker = masker
         self._held = ""
-        self._pattern = masker._pattern
-        self._longest = max((len(v) for v in masker.values), default=0)
+        self._pattern = _partial_pattern(masker.forms) if masker.forms else None
 
     def feed(self, delta: str) -> str:
         """The masked text that may be shown now ("" while a possible secret is held)."""
@@ -137,10 +142,11 @@ class StreamMasker:
         if self._pattern is None:
             return delta
         buffer = self._held + delta
-        cut = len(buffer) - self._open_prefix(buffer)
-        for match in self._pattern.finditer(buffer):
-            if match.start() < cut < match.end():
-                cut = match.end()
+        cut = len(buffer)
+        for match in self._pattern.finditer(buffer, partial=True):
+            if match.partial:
+                cut = match.start()
+                break
         self._held = buffer[cut:]
         return self._masker.text(buffer[:cut])
 
@@ -149,14 +155,15 @@ class StreamMasker:
         held, self._held = self._held, ""
         return self._masker.text(held)
 
-    def _open_prefix(self, buffer: str) -> int:
-        """Length of the longest suffix of ``buffer`` that is a proper prefix of a secret."""
-        tail = buffer[-(self._longest - 1):] if self._longest > 1 else ""
-        for start in range(len(tail)):
-            piece = tail[start:]
-            if any(v.startswith(piece) and v != piece for v in self._masker.values):
-                return len(piece)
-        return 0
+
+def _partial_pattern(forms: tuple[str, ...]):
+    """The masker's pattern (forms longest first, whitespace allowed between characters),
+    compiled with the ``regex`` module, which can report a match cut off by the end."""
+    import regex
+
+    from amos.evidence.redact import _SEPARATOR_RUN
+
+    return regex.compile("|".join(_SEPARATOR_RUN.join(regex.escape(c) for c in form) for form in forms))
 
 
 def _depth(value: Any, limit: int = MAX_ARGUMENT_DEPTH + 1) -> int:

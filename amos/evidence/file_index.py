@@ -26,12 +26,12 @@ import itertools
 import json
 import os
 import secrets
-import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from amos.atomic import atomic_write_bytes
 from amos.evidence.model import EvidenceError, EvidenceMeta
+from amos.safe_read import NotRegularFileError, open_regular
 
 _HEADER_KEY = "amos_evidence_index"
 _LINE_PREFIX = b'{"id":"'
@@ -78,14 +78,14 @@ class IndexSnapshot:
             EvidenceError: ``corrupt`` (bad header), ``io``.
         """
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+            fd, _ = open_regular(path, follow_symlinks=False)  # the one safe reader's open: never blocks
         except FileNotFoundError:
             return None
+        except NotRegularFileError:
+            raise EvidenceError("corrupt", f"the evidence index {path} is not a regular file") from None
         except OSError as exc:
             raise EvidenceError("io", f"cannot open evidence index {path}: {exc}") from None
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise EvidenceError("corrupt", f"the evidence index {path} is not a regular file")
             return cls(path, fd)
         except BaseException:
             os.close(fd)

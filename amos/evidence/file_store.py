@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -43,6 +42,7 @@ from amos.evidence.model import (
     EvidenceReference,
     EvidenceScope,
 )
+from amos.safe_read import NotRegularFileError, read_head
 
 
 @dataclass(frozen=True)
@@ -104,13 +104,11 @@ class FileEvidenceStore(StoreCore):
         if self._scope_checked:
             return True
         try:
-            fd = os.open(self.root / "scope.json", os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-            with os.fdopen(fd, "rb") as fh:
-                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                    raise EvidenceError("corrupt", f"{self.root / 'scope.json'} is not a regular file")
-                found = fh.read(4096)
+            found = read_head(self.root / "scope.json", 4096)
         except FileNotFoundError:
             return self.root.is_dir()
+        except NotRegularFileError:
+            raise EvidenceError("corrupt", f"{self.root / 'scope.json'} is not a regular file") from None
         except OSError as exc:
             raise EvidenceError("io", f"cannot read {self.root / 'scope.json'}: {exc}") from None
         if found != self._scope_bytes():
@@ -344,16 +342,24 @@ class FileEvidenceStore(StoreCore):
 
     # --- repair ----------------------------------------------------------------------
 
-    def rebuild_index(self) -> dict[str, Any]:
+    def rebuild_index(self, recorded: Mapping[str, tuple[str, int]] | None = None) -> dict[str, Any]:
         """Recreate the index from the record files (after a crash or a damaged index).
 
         Each ``records/<uuid>.json`` that parses as a record of this scope is indexed
-        with its current size and SHA-256. Its acknowledgement is kept from the old
-        index when the hash matches there, else reported conservatively as
-        ``written`` (seed "Defaults and durability boundaries").
+        with its current size and SHA-256 — unless a hash was recorded for it (the old
+        index's line, or ``recorded``) and the content no longer matches it: such a
+        record is *corrupt* and keeps its recorded hash, so reads keep failing and the
+        listing keeps showing what was stored (issue 17 item 4); nothing is deleted. An
+        acknowledgement is kept from the old index when the hash matches there, else
+        reported conservatively as ``written`` (seed "Defaults and durability boundaries").
+
+        Args:
+            recorded: ``{id: (sha256, size bytes)}`` known from elsewhere (the evidence
+                references sessions hold), checked like the old index's hashes.
 
         Returns:
-            ``{"indexed": n, "skipped": [ids of unreadable or foreign files]}``.
+            ``{"indexed": n, "skipped": [ids of unreadable or foreign files],
+            "corrupt": [ids whose content does not match its recorded SHA-256]}``.
 
         Raises:
             EvidenceError: ``busy``, ``scope``, ``io``.
@@ -370,10 +376,10 @@ class FileEvidenceStore(StoreCore):
                                 meta = fi.parse_line(self.index_path, line)
                                 old[meta.id] = meta
             try:
-                lines, skipped = rf.scan_records(self.records_dir, self.scope,
-                                                 self.max_record_bytes, old)
+                lines, skipped, corrupt = rf.scan_records(self.records_dir, self.scope,
+                                                          self.max_record_bytes, old, recorded)
                 fi.rewrite(self.index_path, lines, durable=self._durable)
             except OSError as exc:
                 raise EvidenceError("io", f"cannot rewrite {self.index_path}: {exc}") from None
             self._state = None
-        return {"indexed": len(lines), "skipped": skipped}
+        return {"indexed": len(lines), "skipped": skipped, "corrupt": corrupt}

@@ -18,6 +18,8 @@ from typing import Any, Literal
 from amos.policy.doom_loop_text import DEFAULT_TEXT_OPTIONS, DoomLoopTextOptions
 
 __all__ = [
+    "AMOS_DOOM_LOOP_LADDER",
+    "AMOS_TEXT_OPTIONS",
     "DEFAULT_DOOM_LOOP_LADDER",
     "DEFAULT_MAX_ESCALATIONS",
     "RUNGS",
@@ -65,6 +67,26 @@ class DoomLoopLadder:
 
 DEFAULT_DOOM_LOOP_LADDER = DoomLoopLadder()
 """The default ladder (spec §1)."""
+
+AMOS_DOOM_LOOP_LADDER = DoomLoopLadder(stop=5)
+"""amos's config default ladder (``doom_loop.ladder`` in the config): the reference's,
+but *stop* at 5 instead of 6 (issue 17 item 15).
+
+A text loop's streak is the number of copies in one response, and a sentence-long loop
+has few: a model that writes one 22-token sentence five times in a row is looping, yet
+reached only *observe* at 6. For tool calls this means two refused repeats after
+*block* at 3 instead of three. :func:`resolve_doom_loop_option` (the reference's lenient
+resolution, for programmatic callers) keeps :data:`DEFAULT_DOOM_LOOP_LADDER`."""
+
+AMOS_TEXT_OPTIONS = DoomLoopTextOptions(max_period_tokens=160, min_repeats=4, min_covered_tokens=12,
+                                        max_window_tokens=800)
+"""amos's config default text options (``doom_loop.text``): blocks up to 160 tokens in
+the last 800 (the reference: 16 in 400), so a repeated sentence, a cycle of a few
+sentences and a repeated paragraph are found, with room for the five copies the *stop*
+rung needs. ``min_repeats`` 4 and ``min_covered_tokens`` 12 are the reference's.
+Measured by ``benchmarks/doom_text_rung.py`` (issue 17 item 15): no false alarm at any
+line end of the project's docs, the shared texts or amos's source, for either set; the
+detector itself (:mod:`amos.policy.doom_loop_text`) is unchanged."""
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from typing import Any
 
 from amos.policy.loop_policy import CompletionSpec
 from amos.policy.stop import CompletionResult, LoopObservation
+from amos.safe_read import read_regular
 
 FEEDBACK_TAIL_CHARS = 1500
 MAX_CANDIDATE_CHARS = 32_768
@@ -36,6 +37,10 @@ MAX_RESULT_BYTES = 16 * 1024
 MAX_REASON_CHARS = 400
 MAX_FEEDBACK_CHARS = 2000
 MAX_PROGRESS_KEY_CHARS = 4000
+
+
+MAX_CHECKER_BYTES = 8 * 1024 * 1024
+"""Largest checker module hashed for its pin, bytes."""
 
 
 class CheckerError(Exception):
@@ -270,7 +275,10 @@ def _check_pin(spec: str, module_file: str | None, workspace: Path, pins: dict[s
         path.relative_to(workspace.resolve())
     except ValueError:
         return  # outside the workspace: the model cannot write it through amos's tools
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    try:
+        digest = hashlib.sha256(read_regular(path, max_bytes=MAX_CHECKER_BYTES)).hexdigest()
+    except OSError as exc:
+        raise CheckerError(f"python checker {spec!r}: cannot read {path.name}: {exc.strerror or exc}") from None
     pinned = pins.get(spec)
     if pinned is None:
         pins[spec] = digest

@@ -160,15 +160,16 @@ def with_details(provider_name: str, details: dict[str, Any]) -> dict[str, Any] 
 
 
 def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` with every secret value (and anything that looks like a bearer key) masked."""
+    """``text`` with every secret value, and the value of every ``*KEY*``/``*TOKEN*``
+    environment variable, masked as ``****`` — plain or encoded, through the one masker
+    (:func:`amos.evidence.redact.redact_text`, issue 17 item 3)."""
+    from amos.evidence.redact import redact_text
+
     values = set(secrets)
     for name, value in os.environ.items():
-        if value and len(value) >= 8 and ("KEY" in name or "TOKEN" in name):
+        if value and ("KEY" in name or "TOKEN" in name):
             values.add(value)
-    for value in sorted(values, key=len, reverse=True):
-        if value and len(value) >= 4:
-            text = text.replace(value, "****")
-    return text
+    return redact_text(text, values, mask="****")
 
 
 def error_kind(status: int | None, message: str = "", *, code: str | None = None) -> str:

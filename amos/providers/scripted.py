@@ -4,6 +4,13 @@ It powers ``amos run --demo``, the TUI's demo mode, every example and the tests.
 model call consumes the next turn of a JSON script; the position is kept per script
 (by the SHA-256 of its contents) in the session's provider state, so a resumed
 session continues where it stopped.
+
+A script is checked strictly when loaded: besides the schema, a leaf that is not JSON
+or not representable (``NaN``, ``Infinity``, an integer of more than
+:data:`MAX_INT_DIGITS` digits, a number out of range), a key given
+twice, a ``delay_ms`` over an hour or token counts over 10**12 are a configuration
+error (exit 2) naming the JSON path (issue 17 item 12). ``raw_arguments`` are decoded
+by the rule every provider follows (:func:`amos.providers.common.decode_arguments`).
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from amos.providers.base import (
     TextDeltaEvent,
     ToolCallEvent,
 )
+from amos.providers.common import decode_arguments
+from amos.safe_read import FileTooLargeError, NotRegularFileError, read_regular
 
 ErrorKind = Literal["rate_limit", "overloaded", "timeout", "auth", "bad_request", "server"]
 
@@ -64,8 +73,8 @@ class ScriptError(_Strict):
 class ScriptUsage(_Strict):
     """Usage reported as given (tokens)."""
 
-    input_tokens: int = Field(default=0, ge=0)
-    output_tokens: int = Field(default=0, ge=0)
+    input_tokens: int = Field(default=0, ge=0, le=10**12)
+    output_tokens: int = Field(default=0, ge=0, le=10**12)
 
 
 class ScriptExpect(_Strict):
@@ -78,6 +87,10 @@ class ScriptExpect(_Strict):
     tools_offered: list[str] | None = None
 
 
+MAX_DELAY_MS = 3_600_000
+"""Longest ``delay_ms`` of a turn, milliseconds (an hour; a larger one slept for good)."""
+
+
 class ScriptTurn(_Strict):
     """One model call's answer."""
 
@@ -87,7 +100,7 @@ class ScriptTurn(_Strict):
     usage: ScriptUsage | None = None
     error: ScriptError | None = None
     expect: ScriptExpect | None = None
-    delay_ms: int | None = Field(default=None, ge=0)
+    delay_ms: int | None = Field(default=None, ge=0, le=MAX_DELAY_MS)
 
 
 class Script(_Strict):
@@ -111,16 +124,19 @@ def load_script(path: Path) -> tuple[Script, str]:
             and the JSON path (``turns.3.tool_calls.0``) of the first problem.
     """
     try:
-        if not path.is_file():
-            raise ConfigError("a script must be a regular JSON file", file=str(path))
-        if path.stat().st_size > MAX_SCRIPT_BYTES:
-            raise ConfigError(f"script is larger than {MAX_SCRIPT_BYTES} bytes", file=str(path))
-        raw = path.read_bytes()
+        raw = read_regular(path, max_bytes=MAX_SCRIPT_BYTES)  # a FIFO or device is refused, never waited on
+    except FileNotFoundError:
+        raise ConfigError("a script must be a regular JSON file (no such file)", file=str(path)) from None
+    except NotRegularFileError as exc:
+        raise ConfigError(f"a script must be a regular JSON file ({exc.strerror})", file=str(path)) from None
+    except FileTooLargeError:
+        raise ConfigError(f"script is larger than {MAX_SCRIPT_BYTES} bytes", file=str(path)) from None
     except OSError as exc:
         raise ConfigError(f"cannot read script: {exc.strerror or exc}", file=str(path)) from None
     digest = hashlib.sha256(raw).hexdigest()
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"), parse_constant=_Bad.constant, parse_int=_Bad.integer,
+                          parse_float=_Bad.number, object_pairs_hook=_Object.of)
     except UnicodeDecodeError:
         raise ConfigError("script is not UTF-8 text", file=str(path)) from None
     except json.JSONDecodeError as exc:
@@ -133,20 +149,120 @@ def load_script(path: Path) -> tuple[Script, str]:
         raise ConfigError(
             'a script is a JSON object like {"version": 1, "turns": [{"text": "hi"}]}, '
             f"not a JSON {type(data).__name__}", file=str(path))
+    problem = _first_problem(data)
+    if problem is not None:
+        where, why = problem
+        raise ConfigError(why, file=str(path), json_path=".".join(map(str, where)) or None)
     try:
         return Script.model_validate(data), digest
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"] if p not in ("ScriptTurn",))
+        loc = _json_path(data, err["loc"])
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             msg = f"unknown key {err['loc'][-1]!r}"
         elif err["type"] == "literal_error":
-            msg = f"{msg} (got {err.get('input')!r})"
+            msg = f"{msg} (got {_shown(err.get('input'))})"
         turn = ""
         if len(err["loc"]) >= 2 and err["loc"][0] == "turns":
             turn = f"turn {err['loc'][1]}: "
         raise ConfigError(f"{turn}{msg}", file=str(path), json_path=loc or None) from None
+
+
+# ---------------------------------------------------------------------------------- strict JSON of scripts
+#
+# Issue 17 item 12: generated malformed scripts ended with a traceback and no receipt (an
+# integer literal past Python's 4300-digit limit raised ValueError from json.loads), or
+# were accepted and broke later (NaN, duplicate keys). The decoder
+# hooks below turn each such leaf into a marker; :func:`_first_problem` then names the
+# JSON path of the first one, and nothing odd gets past the loader.
+
+
+class _Bad:
+    """A JSON leaf that is not acceptable (kept in place so its path can be named)."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str):
+        self.why = why
+
+    @classmethod
+    def constant(cls, name: str) -> _Bad:
+        return cls(f"{name} is not JSON; use a number or null")
+
+    @classmethod
+    def integer(cls, digits: str) -> int | _Bad:
+        if len(digits) > MAX_INT_DIGITS:
+            return cls(f"an integer of {len(digits.lstrip('-'))} digits is out of range")
+        return int(digits)
+
+    @classmethod
+    def number(cls, digits: str) -> float | _Bad:
+        value = float(digits)
+        return value if math.isfinite(value) else cls(f"the number {digits[:40]} is out of range")
+
+
+class _Object(dict):
+    """A JSON object that remembers the first key it was given twice."""
+
+    duplicate: str | None = None
+
+    @classmethod
+    def of(cls, pairs: list[tuple[str, Any]]) -> _Object:
+        obj = cls()
+        for key, value in pairs:
+            if key in obj and obj.duplicate is None:
+                obj.duplicate = key
+            obj[key] = value
+        return obj
+
+
+MAX_INT_DIGITS = 1000
+"""Longest integer literal a script may hold, digits (far below Python's own limit)."""
+
+
+def _first_problem(data: Any) -> tuple[list[Any], str] | None:
+    """``(path, why)`` of the first unacceptable leaf or object, in document order.
+
+    A lone surrogate (``"\\udcff"``) stays accepted: it is how a script plays a model
+    that sends one, and the runner must cope with that at its own boundary.
+    """
+    stack: list[tuple[list[Any], Any]] = [([], data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, _Bad):
+            return where, value.why
+        if isinstance(value, dict):
+            if isinstance(value, _Object) and value.duplicate is not None:
+                return where, f"the key {value.duplicate!r} is given twice"
+            stack.extend(reversed([([*where, key], item) for key, item in value.items()]))
+        elif isinstance(value, list):
+            stack.extend(reversed([([*where, n], item) for n, item in enumerate(value)]))
+    return None
+
+
+def _json_path(data: Any, loc: tuple[Any, ...]) -> str:
+    """A pydantic error location as a JSON path of ``data`` (union member tags dropped)."""
+    parts: list[str] = []
+    current = data
+    for part in loc:
+        if isinstance(current, dict) and isinstance(part, str) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
+            current = current[part]
+        elif isinstance(current, dict) and isinstance(part, str) and part.isidentifier():
+            parts.append(part)  # a missing field or an unknown key: still its name
+            current = None
+            continue
+        else:
+            continue
+        parts.append(str(part))
+    return ".".join(parts)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024
@@ -241,10 +357,9 @@ class ScriptedProvider:
             if "raw_arguments" in tc.model_fields_set:
                 raw = tc.raw_arguments or ""
                 arg_chars += len(raw)
-                try:
-                    args, keep_raw = json.loads(raw), None
-                except (json.JSONDecodeError, RecursionError):
-                    args, keep_raw = None, raw
+                args, keep_raw = decode_arguments(raw)  # the one rule every provider follows
+                if keep_raw is None and raw.strip() == "":
+                    args, keep_raw = None, raw  # "" is what the script sent: not valid JSON
             else:
                 args, keep_raw = tc.arguments, None
                 arg_chars += len(json.dumps(args, ensure_ascii=False))

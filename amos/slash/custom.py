@@ -19,13 +19,12 @@ This module only reads files and returns values; nothing happens at import.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from amos.errors import SlashCommandError
+from amos.safe_read import FileTooLargeError, NotRegularFileError, read_regular
 from amos.slash.parser import split_tokens
 
 MAX_FILE_BYTES = 64 * 1024
@@ -216,19 +215,14 @@ def read_command(path: Path, name: str, origin: str) -> CustomCommand:
         if path.is_symlink() and not target.is_relative_to(path.parent.resolve()):
             raise TemplateError(f"is a link to {target}, outside its commands folder — refused, so a project "
                                 "cannot send other files of yours to the model")
-        # Non-blocking open and a regular-file check: a FIFO or a device never hangs amos.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise TemplateError("is not a regular file")
-            with os.fdopen(fd, "rb", closefd=False) as handle:
-                raw = handle.read(MAX_FILE_BYTES + 1)
-        finally:
-            os.close(fd)
+        # The one safe reader: a FIFO or a device never hangs amos, a huge file is refused.
+        raw = read_regular(path, max_bytes=MAX_FILE_BYTES)
+    except NotRegularFileError:
+        raise TemplateError("is not a regular file") from None
+    except FileTooLargeError:
+        raise TemplateError(f"larger than {MAX_FILE_BYTES // 1024} KiB") from None
     except OSError as exc:
         raise TemplateError(f"cannot be read ({exc.strerror or exc})") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise TemplateError(f"larger than {MAX_FILE_BYTES // 1024} KiB")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

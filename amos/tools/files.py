@@ -21,7 +21,9 @@ from amos.tools.workspace import (
     display_path,
     inside_workspace,
     normalize_rel,
+    read_workspace_file,
     resolve_in_workspace,
+    special_file_kind,
 )
 
 MAX_READ_BYTES = 32 * 1024 * 1024
@@ -54,21 +56,21 @@ def read_text_file(path: Path, shown: str) -> str:
         The decoded text (newlines untouched).
 
     Raises:
-        ToolFailure: the path is a folder, larger than ``MAX_READ_BYTES``, binary,
-            not UTF-8, or unreadable.
+        ToolFailure: the path is a folder, a FIFO, a device or a socket, larger than
+            ``MAX_READ_BYTES``, binary, not UTF-8, or unreadable.
     """
     if path.is_dir():
         raise ToolFailure(f"'{shown}' is a folder; use list_dir to see what it contains")
     try:
         size = path.stat().st_size
-        if size > MAX_READ_BYTES:
-            raise ToolFailure(
-                f"'{shown}' is {size} bytes, more than the {MAX_READ_BYTES} bytes read_file "
-                "loads; use search_text or run_command to look into it"
-            )
-        data = path.read_bytes()
     except OSError as exc:
         raise ToolFailure(f"cannot read '{shown}': {exc.strerror or exc}") from None
+    if size > MAX_READ_BYTES and special_file_kind(path) is None:
+        raise ToolFailure(
+            f"'{shown}' is {size} bytes, more than the {MAX_READ_BYTES} bytes read_file "
+            "loads; use search_text or run_command to look into it"
+        )
+    data = read_workspace_file(path, shown, MAX_READ_BYTES)  # a FIFO or device is refused, never opened blocking
     if b"\x00" in data[:BINARY_SNIFF_BYTES]:
         raise ToolFailure(f"'{shown}' looks like a binary file; only text files can be read")
     try:
@@ -296,6 +298,10 @@ def _write_file_sync(args: WriteFileArgs, root: Path) -> dict[str, object]:
     path = resolve_in_workspace(root, args.path, must_exist=False)
     if path.is_dir():
         raise ToolFailure(f"'{shown}' is a folder; give a file path to write")
+    special = special_file_kind(path)
+    if special is not None:
+        raise ToolFailure(f"'{shown}' is not a regular file (it is {special}); write_file only "
+                          "replaces regular files")
     existed = path.exists()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

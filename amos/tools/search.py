@@ -20,6 +20,7 @@ import pathspec
 import regex as re
 from pydantic import Field
 
+from amos.safe_read import FileTooLargeError, NotRegularFileError, read_regular
 from amos.tools.base import Tool, ToolArgs, ToolContext, ToolFailure
 from amos.tools.files import BINARY_SNIFF_BYTES, SKIPPED_DIRS
 from amos.tools.summaries import summarize_search_text
@@ -28,6 +29,7 @@ from amos.tools.workspace import (
     inside_workspace,
     normalize_rel,
     resolve_in_workspace,
+    special_file_kind,
 )
 
 MAX_MATCHES = 200
@@ -38,6 +40,9 @@ MAX_LINE_CHARS = 300
 
 MAX_SEARCH_FILE_BYTES = 8 * 1024 * 1024
 """Files larger than this are skipped (bytes)."""
+
+MAX_GITIGNORE_BYTES = 1024 * 1024
+"""Largest ``.gitignore`` read, bytes (a larger one is ignored)."""
 
 MAX_SEARCH_SECONDS = 60.0
 """Time budget of one search (seconds, further capped by ``tools.command_timeout_s``).
@@ -72,7 +77,8 @@ class _GitIgnores:
             candidate = self.root / folder / ".gitignore" if folder else self.root / ".gitignore"
             if candidate.is_file() and inside_workspace(self.root, candidate):
                 try:
-                    lines = candidate.read_text(encoding="utf-8", errors="replace").splitlines()
+                    raw = read_regular(candidate, max_bytes=MAX_GITIGNORE_BYTES)  # a FIFO never blocks
+                    lines = raw.decode("utf-8", errors="replace").splitlines()
                     patterns = list(pathspec.GitIgnoreSpec.from_lines(lines).patterns)
                 except (OSError, ValueError):
                     patterns = []
@@ -135,15 +141,21 @@ def _search_sync(
     files_searched = 0
     files_with_matches = 0
     skipped_large = 0
+    skipped_special = 0
     truncated = False
 
     def search_file(path: Path) -> None:
-        nonlocal files_searched, files_with_matches, skipped_large, truncated
+        nonlocal files_searched, files_with_matches, skipped_large, skipped_special, truncated
         try:
-            if path.stat().st_size > MAX_SEARCH_FILE_BYTES:
-                skipped_large += 1
-                return
-            data = path.read_bytes()
+            # One non-blocking open, checked with fstat: a FIFO or a device is skipped
+            # before a byte is read (issue 17 item 8), never waited on.
+            data = read_regular(path, max_bytes=MAX_SEARCH_FILE_BYTES)
+        except FileTooLargeError:
+            skipped_large += 1
+            return
+        except NotRegularFileError:
+            skipped_special += 1
+            return
         except OSError:
             return
         if b"\x00" in data[:BINARY_SNIFF_BYTES]:
@@ -177,7 +189,11 @@ def _search_sync(
         if found:
             files_with_matches += 1
 
-    if start.is_file():
+    if not start.is_dir():
+        kind = special_file_kind(start)
+        if kind is not None:
+            raise ToolFailure(f"'{normalize_rel(args.path)}' is not a regular file (it is {kind}); "
+                              "search_text searches regular files and folders")
         search_file(start)
     else:
         for folder, dirnames, filenames in os.walk(start, topdown=True, followlinks=False):
@@ -212,6 +228,8 @@ def _search_sync(
         notes.append(f"[… stopped after {MAX_MATCHES} matches; narrow the pattern, path or glob …]")
     if skipped_large:
         notes.append(f"[{skipped_large} files larger than {MAX_SEARCH_FILE_BYTES} bytes skipped]")
+    if skipped_special:
+        notes.append(f"[{skipped_special} entries that are not a regular file (FIFOs, devices, sockets) skipped]")
     if not results:
         head = f"no matches for /{args.pattern}/ in {where} ({files_searched} files searched)"
         return "\n".join([head, *notes]) + "\n"

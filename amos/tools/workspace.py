@@ -9,9 +9,12 @@ out is skipped, never followed.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path, PurePosixPath
 
+from amos.safe_read import FileTooLargeError, NotRegularFileError, file_kind, read_regular
 from amos.tools.base import ToolFailure
 
 ACCEPTED = "paths must be relative to the workspace; '..' and absolute paths are refused"
@@ -62,6 +65,48 @@ def resolve_in_workspace(root: Path, rel: str, *, must_exist: bool) -> Path:
     if must_exist and not resolved.exists():
         raise ToolFailure(f"path {rel!r} does not exist in the workspace")
     return resolved
+
+
+def read_workspace_file(path: Path, shown: str, max_bytes: int) -> bytes:
+    """The bytes of a resolved workspace file, refusing anything but a regular file.
+
+    Issue 17 item 8: a FIFO in the workspace hung ``read_file``/``edit_file`` for good.
+    The file is opened non-blocking without following a final symlink (``path`` is
+    already resolved: a link swapped in since is refused, not followed) and checked with
+    ``fstat`` on that descriptor before a byte is read (:func:`amos.safe_read.read_regular`).
+
+    Args:
+        path: the resolved path (:func:`resolve_in_workspace`).
+        shown: the path as the model gave it, for messages.
+        max_bytes: the tool's size cap, bytes.
+
+    Raises:
+        ToolFailure: a folder, FIFO, device or socket; over ``max_bytes``; unreadable.
+    """
+    try:
+        return read_regular(path, max_bytes=max_bytes, follow_symlinks=False)
+    except NotRegularFileError as exc:
+        if exc.kind == "a folder":
+            raise ToolFailure(f"'{shown}' is a folder; use list_dir to see what it contains") from None
+        raise ToolFailure(f"'{shown}' is not a regular file (it is {exc.kind}); only regular files "
+                          "can be read or edited") from None
+    except FileTooLargeError:
+        raise ToolFailure(f"'{shown}' is more than the {max_bytes} bytes this tool loads; use search_text "
+                          "or run_command to look into it") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ToolFailure(f"'{shown}' changed into a symlink while it was opened; read it again") from None
+        raise ToolFailure(f"cannot read '{shown}': {exc.strerror or exc}") from None
+
+
+def special_file_kind(path: Path) -> str | None:
+    """What ``path`` is when it exists and is neither a regular file nor a folder
+    (``"a FIFO (named pipe)"``, ``"a character device"``…), else None. Never opens it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISDIR(mode) else file_kind(mode)
 
 
 def inside_workspace(root: Path, path: Path) -> bool:
