@@ -118,7 +118,12 @@ def test_specs_names_and_lookup(ws: Path) -> None:
         "new_text",
         "replace_all",
     }
-    assert set(specs["run_command"].parameters["properties"]) == {"command", "timeout_s"}
+    assert set(specs["run_command"].parameters["properties"]) == {
+        "command",
+        "timeout_s",
+        "sandbox",  # the model's request to run unsandboxed (issue 19)
+        "justification",
+    }
     assert manager.get("list_dir") is not None and manager.get("nope") is None
 
 

@@ -20,11 +20,21 @@ cancellation, an error), the subprocess transport is closed before the call retu
 re-raises, so none outlives it (and none is left to complain after the event loop has
 closed).
 
-Limits: ``run_command`` is not a sandbox; the guard is the ``ask`` permission. A process
-that leaves both the process group and the pipes (``setsid cmd >/dev/null 2>&1 &``,
-a daemon) is not found and may keep running after the call. Without ``/proc`` (macOS)
-processes holding a pipe are not looked for: after ``PIPE_DRAIN_S`` the pipes are
-closed on them.
+Sandbox (issue 19): when the context carries a launcher (``ToolContext.sandbox``), the
+process started is bwrap (amos/sandbox/bwrap.py), in its own session as above; the
+shell runs inside it in a new PID namespace. When the shell exits, bwrap exits and
+everything left inside is killed with the namespace (``--die-with-parent``), so
+background and ``setsid`` processes end with the command; stopping bwrap's group on a
+timeout or a cancellation does the same. The result then carries ``sandbox``: the mode
+and network setting the command ran with, and a note when stderr shows the sandbox
+refused something. A call with ``"sandbox": "none"`` runs unsandboxed only when the
+context says a person approved it (``sandbox_escalation_approved``).
+
+Limits: without a launcher ``run_command`` is not a sandbox; the guard is the ``ask``
+permission. A process that leaves both the process group and the pipes
+(``setsid cmd >/dev/null 2>&1 &``, a daemon) is then not found and may keep running
+after the call. Without ``/proc`` (macOS) processes holding a pipe are not looked for:
+after ``PIPE_DRAIN_S`` the pipes are closed on them.
 """
 
 from __future__ import annotations
@@ -36,12 +46,16 @@ import signal
 import sys
 import time
 from collections.abc import Coroutine, Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
+from amos.sandbox.denials import denial_note
 from amos.tools.base import Tool, ToolArgs, ToolContext, ToolTimeout
 from amos.tools.summaries import summarize_run_command
+
+RUN_COMMAND_NAME = "run_command"
+"""The tool's name (a contract: scripts and permission rules call it by name)."""
 
 ALWAYS_DROPPED_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 """Provider key variables removed from every child environment, configured or not."""
@@ -86,6 +100,70 @@ class RunCommandArgs(ToolArgs):
         gt=0,
         description="Time limit in seconds (capped by the configured command timeout).",
     )
+    sandbox: Literal["none"] | None = Field(
+        default=None,
+        description=(
+            'Set to "none" only to ask to run this command outside the sandbox, after the '
+            "sandbox refused something the task needs; a person must approve it."
+        ),
+    )
+    justification: str | None = Field(
+        default=None,
+        max_length=500,
+        description='With "sandbox": "none": one sentence saying why the command needs it.',
+    )
+
+
+def wants_unsandboxed(tool_name: str, arguments: Any) -> bool:
+    """Whether a tool call asks to run a command outside the sandbox (issue 19).
+
+    The permission gate uses it before the call runs: such a call needs an approval
+    that names the escalation (``--yes`` never gives it), and then runs with a context
+    whose ``sandbox_escalation_approved`` is True.
+
+    Args:
+        tool_name: the call's tool name.
+        arguments: the call's raw arguments (any JSON value; not validated here).
+
+    Returns:
+        True for ``run_command`` with ``"sandbox": "none"``.
+    """
+    return (
+        tool_name == RUN_COMMAND_NAME
+        and isinstance(arguments, Mapping)
+        and arguments.get("sandbox") == "none"
+    )
+
+
+def escalation_justification(arguments: Any) -> str | None:
+    """The model's one-line reason for running unsandboxed, or None (for the approval prompt)."""
+    if not isinstance(arguments, Mapping):
+        return None
+    value = arguments.get("justification")
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return " ".join(value.split())[:500]
+
+
+def sandbox_use(args: RunCommandArgs, ctx: ToolContext) -> dict[str, Any] | None:
+    """How ``args`` runs under ``ctx``: what receipts record of the call (issue 19).
+
+    Args:
+        args: the validated call.
+        ctx: the call's context.
+
+    Returns:
+        None when the context has no launcher (no sandbox configured or available:
+        the command runs as before, after asking). Otherwise
+        ``{"mode": str, "network": bool, "escalated": bool}`` where ``mode`` is the
+        launcher's mode, or ``"none"`` for an approved escalation (``escalated`` True).
+    """
+    launcher = ctx.sandbox
+    if launcher is None:
+        return None
+    if args.sandbox == "none" and ctx.sandbox_escalation_approved:
+        return {"mode": "none", "network": True, "escalated": True}
+    return {"mode": launcher.mode, "network": launcher.network, "escalated": False}
 
 
 class _Tail:
@@ -375,22 +453,57 @@ async def _run_command(args: RunCommandArgs, ctx: ToolContext) -> dict[str, Any]
     limit = _effective_limit(args, ctx)
     tail_bytes = max(1024, min(MAX_TAIL_BYTES, (ctx.max_output_bytes - 1024) // 2))
     env = dict(ctx.env) if ctx.env else child_env(os.environ, ())
+    use = sandbox_use(args, ctx)
+    launch = None
+    if ctx.sandbox is not None and use is not None and not use["escalated"]:
+        launch = ctx.sandbox.launch(args.command, workspace=ctx.workspace, env=env)
     loop = asyncio.get_running_loop()
-    transport, protocol = await loop.subprocess_shell(
-        lambda: _CommandProtocol(tail_bytes),
-        args.command,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=ctx.workspace,
-        env=env,
-        start_new_session=True,
-    )
+    streams: dict[str, Any] = {
+        "stdin": asyncio.subprocess.DEVNULL,
+        "stdout": asyncio.subprocess.PIPE,
+        "stderr": asyncio.subprocess.PIPE,
+        "start_new_session": True,
+    }
+    if launch is None:
+        transport, protocol = await loop.subprocess_shell(
+            lambda: _CommandProtocol(tail_bytes), args.command, cwd=ctx.workspace, env=env, **streams
+        )
+    else:
+        # bwrap is executed with the child environment itself: its /proc/1/environ
+        # inside the sandbox holds nothing the command could not read anyway.
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _CommandProtocol(tail_bytes), *launch.argv, cwd=launch.cwd, env=launch.env,
+            **streams,
+        )
     try:
-        return await _supervise(transport, protocol, limit)
+        result = await _supervise(transport, protocol, limit)
     finally:
         # Also kills the shell if it is somehow still running, and closes our read ends.
         transport.close()
+    if use is not None:
+        _add_sandbox(result, use, args, ctx)
+    return result
+
+
+def _add_sandbox(
+    result: dict[str, Any], use: dict[str, Any], args: RunCommandArgs, ctx: ToolContext
+) -> None:
+    """Record how the command ran; add a note when the sandbox seems to have blocked it."""
+    notes = []
+    blocked = False
+    policy = ctx.sandbox.policy if ctx.sandbox is not None else None
+    if args.sandbox == "none" and not use["escalated"]:
+        notes.append("[amos: ran in the sandbox: running it unsandboxed was not approved]")
+    if policy is not None and policy.sandboxed and not use["escalated"]:
+        note = denial_note(
+            result["stderr"], result["exit_code"], mode=policy.mode, network=policy.network,
+            hidden_paths=policy.hidden_paths, workspace=ctx.workspace,
+        )
+        if note is not None:
+            blocked = True
+            notes.append(note)
+    result["stderr"] = _with_notes(result["stderr"], notes)
+    result["sandbox"] = {**use, "blocked": blocked}
 
 
 async def _supervise(
@@ -466,12 +579,14 @@ def _summarize_command(args: RunCommandArgs) -> str:
 
 
 RUN_COMMAND = Tool(
-    name="run_command",
+    name=RUN_COMMAND_NAME,
     description=(
         "Run a shell command with the workspace as working directory. Returns the exit "
         "code and the ends of stdout and stderr. A non-zero exit code is reported, not "
         "an error. On timeout the command and everything it started are killed; "
-        "background processes still running when it exits are stopped."
+        "background processes still running when it exits are stopped. It may run in a "
+        "sandbox that refuses writes outside the workspace and network access; the "
+        "result then says so."
     ),
     args_model=RunCommandArgs,
     effect="unknown",
