@@ -7,6 +7,7 @@ visible inside the sandbox live under /var/tmp, because the sandbox replaces /tm
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -388,3 +389,40 @@ async def test_danger_full_access_runs_without_bwrap(ws: Path, visible: Path) ->
     assert outcome.result["exit_code"] == 0 and target.exists()
     assert outcome.result["sandbox"]["mode"] == "danger-full-access"
     assert outcome.result["sandbox"]["network"] is True
+
+
+# --------------------------------------------------------------------------- failures
+
+
+async def test_an_unconfinable_workspace_fails_the_call_cleanly() -> None:
+    outcome = await run(manager(Path("/"), WW), "true")
+    assert outcome.status == "failed"
+    assert outcome.error == ("the sandbox cannot run this command: "
+                             "the workspace is /: the sandbox would confine nothing")
+
+
+async def test_odd_hidden_paths_do_not_break_commands(ws: Path) -> None:
+    (ws / "dangling").symlink_to(ws / "nowhere")
+    os.mkfifo(ws / "fifo")
+    policy = SandboxPolicy("workspace-write", hidden_paths=(ws / "dangling", ws / "fifo", ws))
+    outcome = await run(manager(ws, policy), "echo ok > out && cat out")
+    assert outcome.result["exit_code"] == 0, outcome.result  # the workspace itself stays usable
+    assert outcome.result["stdout"] == "ok\n"
+
+
+class BrokenLauncher(SandboxLauncher):
+    """A launcher whose bwrap command line names a source path that does not exist."""
+
+    def launch(self, command, *, workspace, env):
+        launch = super().launch(command, workspace=workspace, env=env)
+        argv = (launch.argv[0], "--ro-bind", "/nonexistent-amos-source", "/x", *launch.argv[1:])
+        return dataclasses.replace(launch, argv=argv)
+
+
+async def test_a_sandbox_that_fails_to_start_says_so(ws: Path) -> None:
+    context = ToolContext(workspace=ws, env=child_env(dict(os.environ), []),
+                          sandbox=BrokenLauncher(WW))
+    outcome = await run(ToolManager(builtin_tools(), context=context), "echo never")
+    assert outcome.result["exit_code"] == 1 and outcome.result["stdout"] == ""
+    assert outcome.result["stderr"].startswith("bwrap: Can't find source path /nonexistent-amos-source")
+    assert "the sandbox (bubblewrap) failed to start the command" in outcome.result["stderr"]

@@ -157,7 +157,7 @@ def bwrap_argv(
             if os.path.lexists(real):
                 mounts.add(real, ["--bind", real, real])
                 shown.append(real)
-    hidden = [os.path.realpath(p) for p in policy.hidden_paths if os.path.lexists(p)]
+    hidden = [real for real in map(os.path.realpath, policy.hidden_paths) if os.path.exists(real)]
     for entry in path_dirs:
         if not entry.startswith("/"):
             continue
@@ -168,8 +168,8 @@ def bwrap_argv(
             shown.append(real)
     for real in dict.fromkeys(hidden):
         replaced = any(_under(real, root) for root in _REPLACED_ROOTS)
-        if real == "/" or (replaced and not any(_under(real, s) for s in shown)):
-            continue  # not visible inside anyway
+        if real in ("/", ws) or (replaced and not any(_under(real, s) for s in shown)):
+            continue  # not visible inside anyway, or the workspace itself (it stays usable)
         if os.path.isdir(real):
             # Search-only when a visible path lies below it, so that path stays reachable.
             inner = any(_under(s, real) and s != real for s in shown)

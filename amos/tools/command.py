@@ -50,8 +50,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from amos.errors import SandboxError
 from amos.sandbox.denials import denial_note
-from amos.tools.base import Tool, ToolArgs, ToolContext, ToolTimeout
+from amos.tools.base import Tool, ToolArgs, ToolContext, ToolFailure, ToolTimeout
 from amos.tools.summaries import summarize_run_command
 
 RUN_COMMAND_NAME = "run_command"
@@ -102,15 +103,10 @@ class RunCommandArgs(ToolArgs):
     )
     sandbox: Literal["none"] | None = Field(
         default=None,
-        description=(
-            'Set to "none" only to ask to run this command outside the sandbox, after the '
-            "sandbox refused something the task needs; a person must approve it."
-        ),
+        description='"none" asks to run unsandboxed (a person must approve).',
     )
     justification: str | None = Field(
-        default=None,
-        max_length=500,
-        description='With "sandbox": "none": one sentence saying why the command needs it.',
+        default=None, max_length=500, description='Why, with "sandbox": "none".'
     )
 
 
@@ -456,7 +452,10 @@ async def _run_command(args: RunCommandArgs, ctx: ToolContext) -> dict[str, Any]
     use = sandbox_use(args, ctx)
     launch = None
     if ctx.sandbox is not None and use is not None and not use["escalated"]:
-        launch = ctx.sandbox.launch(args.command, workspace=ctx.workspace, env=env)
+        try:
+            launch = ctx.sandbox.launch(args.command, workspace=ctx.workspace, env=env)
+        except (SandboxError, OSError) as exc:
+            raise ToolFailure(f"the sandbox cannot run this command: {exc}") from None
     loop = asyncio.get_running_loop()
     streams: dict[str, Any] = {
         "stdin": asyncio.subprocess.DEVNULL,
@@ -494,7 +493,10 @@ def _add_sandbox(
     policy = ctx.sandbox.policy if ctx.sandbox is not None else None
     if args.sandbox == "none" and not use["escalated"]:
         notes.append("[amos: ran in the sandbox: running it unsandboxed was not approved]")
-    if policy is not None and policy.sandboxed and not use["escalated"]:
+    sandboxed = policy is not None and policy.sandboxed and not use["escalated"]
+    if sandboxed and result["exit_code"] == 1 and result["stderr"].startswith("bwrap: "):
+        notes.append("[amos: the sandbox (bubblewrap) failed to start the command; see above]")
+    elif sandboxed and policy is not None:
         note = denial_note(
             result["stderr"], result["exit_code"], mode=policy.mode, network=policy.network,
             hidden_paths=policy.hidden_paths, workspace=ctx.workspace,
@@ -584,9 +586,8 @@ RUN_COMMAND = Tool(
         "Run a shell command with the workspace as working directory. Returns the exit "
         "code and the ends of stdout and stderr. A non-zero exit code is reported, not "
         "an error. On timeout the command and everything it started are killed; "
-        "background processes still running when it exits are stopped. It may run in a "
-        "sandbox that refuses writes outside the workspace and network access; the "
-        "result then says so."
+        "background processes still running when it exits are stopped. It may run "
+        "sandboxed (no writes outside the workspace, no network); the result says so."
     ),
     args_model=RunCommandArgs,
     effect="unknown",
