@@ -101,8 +101,18 @@ def processes_with_cmdline(cmdline: bytes) -> list[int]:
     return found
 
 
+def gone(cmdline: bytes, timeout_s: float = 5.0) -> bool:
+    """True once no live process has ``cmdline`` (polling: the namespace dies just after bwrap)."""
+    deadline = time.monotonic() + timeout_s
+    while processes_with_cmdline(cmdline):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def unique_sleep() -> tuple[str, bytes]:
-    duration = f"59.{time.monotonic_ns() % 10**6:06d}"
+    duration = f"59.{os.getpid() % 1000:03d}{next(_ids) % 1000:03d}{time.monotonic_ns() % 1000:03d}"
     return f"sleep {duration}", f"sleep\0{duration}\0".encode()
 
 
@@ -295,7 +305,8 @@ def child_result(spec: dict) -> dict:
 def test_the_environment_of_amos_cannot_be_read_through_proc(ws: Path) -> None:
     command = ("cat /proc/1/environ; echo; cat /proc/$PPID/environ; echo; env;"
                " for f in /proc/[0-9]*/environ; do cat $f; echo; done; ls /proc")
-    leaked = child_result({"workspace": str(ws), "command": command, "mode": None})
+    leak = "cat /proc/$PPID/environ"
+    leaked = child_result({"workspace": str(ws), "command": leak, "mode": None})
     assert "sk-fake-amos" in leaked["stdout"]  # unsandboxed: the parent's environ is readable
 
     result = child_result({"workspace": str(ws), "command": command, "mode": "workspace-write"})
@@ -319,10 +330,7 @@ def test_a_setsid_child_is_gone_after_amos_is_killed(ws: Path) -> None:
             time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        deadline = time.monotonic() + 5
-        while processes_with_cmdline(cmdline) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert processes_with_cmdline(cmdline) == []
+        assert gone(cmdline)
     finally:
         for pid in processes_with_cmdline(cmdline):
             os.kill(pid, signal.SIGKILL)
@@ -340,8 +348,7 @@ async def test_background_and_setsid_processes_end_with_the_command(ws: Path) ->
     outcome = await run(manager(ws, WW), f"{sleep_a} & setsid {sleep_b} >/dev/null 2>&1 & echo s")
     assert time.monotonic() - started < 3
     assert outcome.result["stdout"] == "s\n"
-    time.sleep(0.2)
-    assert processes_with_cmdline(cmd_a) == [] and processes_with_cmdline(cmd_b) == []
+    assert gone(cmd_a) and gone(cmd_b)
 
 
 async def test_a_timeout_kills_everything_in_the_sandbox(ws: Path) -> None:
@@ -350,8 +357,7 @@ async def test_a_timeout_kills_everything_in_the_sandbox(ws: Path) -> None:
     outcome = await run(manager(ws, WW, timeout_s=0.5), f"setsid {sleep} & {sleep}")
     assert outcome.status == "timed_out"
     assert time.monotonic() - started < 4
-    time.sleep(0.2)
-    assert processes_with_cmdline(cmdline) == []
+    assert gone(cmdline)
 
 
 # --------------------------------------------------------------------------- toolchains
