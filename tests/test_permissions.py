@@ -194,6 +194,16 @@ def test_deny_rules_look_past_wrappers() -> None:
         assert command(ruleset, line) == "deny", line
 
 
+def test_the_script_of_sh_c_is_split_too() -> None:
+    ruleset = rules(allow=["run_command(bash -c:*)", "run_command(git status)"],
+                    deny=["run_command(rm:*)"])
+    assert command(ruleset, "bash -c 'git status'") == "allow"
+    assert command(ruleset, "bash -c 'git status; make'") is None  # make is not allowed
+    for line in ('bash -c "rm -rf x"', "sh -c 'git status; rm x'", "env A=1 bash -lc 'rm x'",
+                 "bash -c '[[ -f x ]] && rm y'", "sh -c \"sh -c 'rm x'\""):
+        assert command(ruleset, line) == "deny", line
+
+
 def test_an_unparsable_command_is_never_allowed_but_still_denied() -> None:
     assert split_command("[[ -f x ]] && git status").parsed is False
     ruleset = rules(allow=["run_command(git status)"], deny=["run_command(rm:*)"])

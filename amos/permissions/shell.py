@@ -98,10 +98,32 @@ def _children(node: Any) -> list[Any]:
 
 
 class _Opaque(Exception):
-    """A construct whose commands cannot be seen (a heredoc body with a substitution)."""
+    """A construct whose commands cannot be seen (a heredoc body with a substitution).
+
+    ``parts`` are commands recognised inside it all the same (for deny and ask rules).
+    """
+
+    def __init__(self, message: str, parts: tuple[SimpleCommand, ...] = ()):
+        super().__init__(message)
+        self.parts = parts
 
 
-def _collect(node: Any, out: list[SimpleCommand]) -> None:
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash"})
+_MAX_NESTING = 4
+
+
+def _shell_script(command: SimpleCommand) -> str | None:
+    """The script of ``sh -c SCRIPT`` (also after wrappers), else None."""
+    words = command.unwrapped()
+    if not words or words[0].rsplit("/", 1)[-1] not in _SHELLS:
+        return None
+    for index, word in enumerate(words[1:-1], start=1):
+        if word.startswith("-") and not word.startswith("--") and "c" in word:
+            return words[index + 1]
+    return None
+
+
+def _collect(node: Any, out: list[SimpleCommand], depth: int = 0) -> None:
     kind = getattr(node, "kind", "")
     if kind == "heredoc":
         value = str(getattr(node, "value", ""))
@@ -119,9 +141,16 @@ def _collect(node: Any, out: list[SimpleCommand]) -> None:
                 if (part.type in _WRITE_REDIRECTS and hasattr(target, "word")
                         and target.word not in _HARMLESS_TARGETS):
                     writes.append(target.word)
-        out.append(SimpleCommand(tuple(words), tuple(writes)))
+        simple = SimpleCommand(tuple(words), tuple(writes))
+        out.append(simple)
+        script = _shell_script(simple)
+        if script is not None:  # `bash -c "..."`: its commands are parts too
+            inner = _split(script, depth + 1)
+            out.extend(inner.parts)
+            if not inner.parsed:
+                raise _Opaque(f"a shell -c script could not be parsed ({inner.error})", inner.parts)
     for child in _children(node):
-        _collect(child, out)
+        _collect(child, out, depth)
 
 
 def _rough_split(command: str) -> tuple[SimpleCommand, ...]:
@@ -175,6 +204,9 @@ def parse_words(text: str) -> tuple[str, ...] | None:
 def split_command(command: str) -> SplitCommand:
     """Split ``command`` into its simple commands with bashlex.
 
+    The script of ``sh -c SCRIPT`` (``bash``, ``dash``…) is split as well and its
+    commands added to the parts, a few levels deep.
+
     Args:
         command: a shell command line as ``run_command`` gets it.
 
@@ -182,17 +214,23 @@ def split_command(command: str) -> SplitCommand:
         The parts (``parsed=True``), or a rough split with ``parsed=False`` and the
         parser's complaint when bashlex cannot parse it. Never raises.
     """
+    return _split(command, 0)
+
+
+def _split(command: str, depth: int) -> SplitCommand:
     import bashlex  # lazy: only permission checks pay for the parser
 
     if not command.strip():
         return SplitCommand(())
+    if depth > _MAX_NESTING:
+        return SplitCommand(_rough_split(command), parsed=False, error="nested too deeply")
     try:
         nodes = bashlex.parse(command)
         parts: list[SimpleCommand] = []
         for node in nodes:
-            _collect(node, parts)
+            _collect(node, parts, depth)
     except _Opaque as exc:
-        return SplitCommand(_rough_split(command), parsed=False, error=str(exc))
+        return SplitCommand(_rough_split(command) + exc.parts, parsed=False, error=str(exc))
     except Exception as exc:  # bashlex raises ParsingError, NotImplementedError, others
         message = " ".join(str(exc).split())[:120] or type(exc).__name__
         return SplitCommand(_rough_split(command), parsed=False, error=message)
