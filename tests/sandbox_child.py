@@ -22,7 +22,8 @@ from amos.tools import ToolContext, ToolManager, builtin_tools, child_env
 async def main(spec: dict) -> None:
     launcher = None
     if spec.get("mode"):
-        launcher = SandboxLauncher(SandboxPolicy(spec["mode"], network=bool(spec.get("network"))))
+        policy = SandboxPolicy(spec["mode"], network=bool(spec.get("network")))
+        launcher = SandboxLauncher(policy, temp_parent=Path(spec["temp_parent"]))
     context = ToolContext(
         workspace=Path(spec["workspace"]),
         command_timeout_s=float(spec.get("timeout_s", 20)),

@@ -288,6 +288,7 @@ async def test_a_workspace_inside_a_hidden_folder_is_usable(visible: Path) -> No
 
 
 def run_child(spec: dict, **popen: object) -> subprocess.Popen[str]:
+    spec = {"temp_parent": str(Path(spec["workspace"]).parent), **spec}
     env = {**os.environ, "AMOS_FAKE_KEY": "sk-fake-amos-0123456789",
            "OPENAI_API_KEY": "sk-fake-openai-0123456789"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
@@ -331,6 +332,11 @@ def test_a_setsid_child_is_gone_after_amos_is_killed(ws: Path) -> None:
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         assert gone(cmdline)
+        # Its private /tmp was left behind; the next launcher there removes it.
+        left = list(ws.parent.glob("amos-sandbox-*"))
+        assert [p.name.split("-")[2] for p in left] == [str(proc.pid)]
+        SandboxLauncher(WW, temp_parent=ws.parent).launch("true", workspace=ws, env={})
+        assert not left[0].exists()
     finally:
         for pid in processes_with_cmdline(cmdline):
             os.kill(pid, signal.SIGKILL)

@@ -34,6 +34,7 @@ environment itself (already stripped of provider keys), so the sandbox's
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -50,6 +51,11 @@ SHELL = "/bin/sh"
 
 SANDBOX_TMP = "/tmp"
 """Where the private temporary folder appears inside the sandbox (also ``TMPDIR``)."""
+
+STATE_PREFIX = "amos-sandbox-"
+"""Name prefix of a launcher's state folder: ``amos-sandbox-PID-XXXXXXXX``."""
+
+_STATE_NAME = re.compile(re.escape(STATE_PREFIX) + r"([0-9]+)-[A-Za-z0-9_]+")
 
 _REPLACED_ROOTS = ("/tmp", "/dev", "/proc")
 """Host folders the sandbox replaces with its own (their host content is not visible)."""
@@ -193,7 +199,8 @@ class SandboxLauncher:
     Owns a private state folder (created on first use, mode 0700) holding the folder
     shown as ``/tmp`` (shared by the commands of this launcher, like a real ``/tmp``)
     and the unreadable file bound over hidden files. :meth:`close` removes it; so does
-    garbage collection or interpreter exit.
+    garbage collection or interpreter exit; the next launcher removes those of amos
+    processes that were killed first.
 
     Args:
         policy: what commands may do.
@@ -280,7 +287,9 @@ class SandboxLauncher:
     def _ensure_state(self) -> Path:
         if self._state is not None and self._state.is_dir():
             return self._state
-        state = Path(tempfile.mkdtemp(prefix="amos-sandbox-", dir=self._temp_parent))
+        parent = Path(self._temp_parent or tempfile.gettempdir())
+        _sweep_stale(parent)
+        state = Path(tempfile.mkdtemp(prefix=f"{STATE_PREFIX}{os.getpid()}-", dir=parent))
         (state / "tmp").mkdir(mode=0o700)
         blocker = state / "hidden"
         blocker.touch(mode=0o000)
@@ -288,6 +297,30 @@ class SandboxLauncher:
         self._finalizer = weakref.finalize(self, _remove_tree, state)
         self._state = state
         return state
+
+
+def _sweep_stale(parent: Path) -> None:
+    """Remove state folders of amos processes that are gone (killed before they cleaned up).
+
+    Only folders named ``amos-sandbox-PID-…``, owned by this user, whose PID no longer
+    exists; a PID that was reused keeps its folder (safe, merely left for later).
+    """
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return
+    for entry in entries:
+        match = _STATE_NAME.fullmatch(entry.name)
+        if match is None or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            if entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+            os.kill(int(match[1]), 0)
+        except ProcessLookupError:
+            _remove_tree(Path(entry.path))
+        except OSError:
+            continue
 
 
 def _remove_tree(path: Path) -> None:
