@@ -28,8 +28,17 @@ import pytest
 from amos.config import AmosConfig
 from amos.messages import ToolCallPart
 from amos.sandbox import SandboxLauncher, SandboxPolicy, probe_sandbox, sandbox_policy
-from amos.tools import ToolContext, ToolManager, ToolOutcome, builtin_tools, child_env
-from amos.tools.command import wants_unsandboxed
+from amos.tools import (
+    ToolContext,
+    ToolManager,
+    ToolOutcome,
+    builtin_tools,
+    child_env,
+    escalation_justification,
+    sandbox_use,
+    wants_unsandboxed,
+)
+from amos.tools.command import RunCommandArgs
 
 PY = shlex.quote(sys.executable)
 REPO = Path(__file__).resolve().parents[1]
@@ -384,6 +393,13 @@ async def test_an_approved_escalation_runs_unsandboxed(ws: Path, visible: Path) 
     target = visible / "escalated.txt"
     args = {"sandbox": "none", "justification": "write the cache"}
     assert wants_unsandboxed("run_command", {"command": "x", **args})
+    assert not wants_unsandboxed("run_command", {"command": "x"})
+    assert not wants_unsandboxed("write_file", args)
+    assert escalation_justification(args) == "write the cache"
+    call = RunCommandArgs(command="x", **args)
+    assert sandbox_use(call, manager(ws, WW).context)["mode"] == "workspace-write"
+    assert sandbox_use(call, manager(ws, WW, approved=True).context)["mode"] == "none"
+    assert sandbox_use(call, manager(ws, None).context) is None
     refused = await run(manager(ws, WW), f"echo x > {target}", **args)
     assert not target.exists()  # not approved: it still ran in the sandbox, and says so
     assert "not approved" in refused.result["stderr"]

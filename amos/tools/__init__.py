@@ -20,6 +20,7 @@ from amos.tools.base import (
     ToolTimeout,
 )
 from amos.tools.command import RUN_COMMAND, child_env, render_command_result
+from amos.tools.command_sandbox import escalation_justification, sandbox_use, wants_unsandboxed
 from amos.tools.files import EDIT_FILE, LIST_DIR, READ_FILE, WRITE_FILE
 from amos.tools.manager import ToolManager, cap_output
 from amos.tools.search import SEARCH_TEXT
@@ -52,6 +53,9 @@ __all__ = [
     "builtin_tools",
     "cap_output",
     "child_env",
+    "escalation_justification",
     "render_command_result",
     "resolve_in_workspace",
+    "sandbox_use",
+    "wants_unsandboxed",
 ]

@@ -51,12 +51,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from amos.errors import SandboxError
-from amos.sandbox.denials import denial_note
 from amos.tools.base import Tool, ToolArgs, ToolContext, ToolFailure, ToolTimeout
+from amos.tools.command_sandbox import RUN_COMMAND_NAME, add_sandbox_result, sandbox_use
 from amos.tools.summaries import summarize_run_command
-
-RUN_COMMAND_NAME = "run_command"
-"""The tool's name (a contract: scripts and permission rules call it by name)."""
 
 ALWAYS_DROPPED_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 """Provider key variables removed from every child environment, configured or not."""
@@ -108,58 +105,6 @@ class RunCommandArgs(ToolArgs):
     justification: str | None = Field(
         default=None, max_length=500, description='Why, with "sandbox": "none".'
     )
-
-
-def wants_unsandboxed(tool_name: str, arguments: Any) -> bool:
-    """Whether a tool call asks to run a command outside the sandbox (issue 19).
-
-    The permission gate uses it before the call runs: such a call needs an approval
-    that names the escalation (``--yes`` never gives it), and then runs with a context
-    whose ``sandbox_escalation_approved`` is True.
-
-    Args:
-        tool_name: the call's tool name.
-        arguments: the call's raw arguments (any JSON value; not validated here).
-
-    Returns:
-        True for ``run_command`` with ``"sandbox": "none"``.
-    """
-    return (
-        tool_name == RUN_COMMAND_NAME
-        and isinstance(arguments, Mapping)
-        and arguments.get("sandbox") == "none"
-    )
-
-
-def escalation_justification(arguments: Any) -> str | None:
-    """The model's one-line reason for running unsandboxed, or None (for the approval prompt)."""
-    if not isinstance(arguments, Mapping):
-        return None
-    value = arguments.get("justification")
-    if not isinstance(value, str) or not value.strip():
-        return None
-    return " ".join(value.split())[:500]
-
-
-def sandbox_use(args: RunCommandArgs, ctx: ToolContext) -> dict[str, Any] | None:
-    """How ``args`` runs under ``ctx``: what receipts record of the call (issue 19).
-
-    Args:
-        args: the validated call.
-        ctx: the call's context.
-
-    Returns:
-        None when the context has no launcher (no sandbox configured or available:
-        the command runs as before, after asking). Otherwise
-        ``{"mode": str, "network": bool, "escalated": bool}`` where ``mode`` is the
-        launcher's mode, or ``"none"`` for an approved escalation (``escalated`` True).
-    """
-    launcher = ctx.sandbox
-    if launcher is None:
-        return None
-    if args.sandbox == "none" and ctx.sandbox_escalation_approved:
-        return {"mode": "none", "network": True, "escalated": True}
-    return {"mode": launcher.mode, "network": launcher.network, "escalated": False}
 
 
 class _Tail:
@@ -480,32 +425,8 @@ async def _run_command(args: RunCommandArgs, ctx: ToolContext) -> dict[str, Any]
         # Also kills the shell if it is somehow still running, and closes our read ends.
         transport.close()
     if use is not None:
-        _add_sandbox(result, use, args, ctx)
+        add_sandbox_result(result, use, args, ctx, _with_notes)
     return result
-
-
-def _add_sandbox(
-    result: dict[str, Any], use: dict[str, Any], args: RunCommandArgs, ctx: ToolContext
-) -> None:
-    """Record how the command ran; add a note when the sandbox seems to have blocked it."""
-    notes = []
-    blocked = False
-    policy = ctx.sandbox.policy if ctx.sandbox is not None else None
-    if args.sandbox == "none" and not use["escalated"]:
-        notes.append("[amos: ran in the sandbox: running it unsandboxed was not approved]")
-    sandboxed = policy is not None and policy.sandboxed and not use["escalated"]
-    if sandboxed and result["exit_code"] == 1 and result["stderr"].startswith("bwrap: "):
-        notes.append("[amos: the sandbox (bubblewrap) failed to start the command; see above]")
-    elif sandboxed and policy is not None:
-        note = denial_note(
-            result["stderr"], result["exit_code"], mode=policy.mode, network=policy.network,
-            hidden_paths=policy.hidden_paths, workspace=ctx.workspace,
-        )
-        if note is not None:
-            blocked = True
-            notes.append(note)
-    result["stderr"] = _with_notes(result["stderr"], notes)
-    result["sandbox"] = {**use, "blocked": blocked}
 
 
 async def _supervise(
