@@ -53,12 +53,16 @@ from amos.config_models import (
     OpenAICompatibleProviderConfig,
     OpenAIProviderConfig,
     Permission,
+    PermissionRule,
+    PermissionsConfig,
     PosInt,
     ProgressConfig,
     ProviderConfig,
     ProvidersConfig,
     RunConfig,
     Rung,
+    SandboxConfig,
+    SandboxPath,
     Seconds,
     SessionsConfig,
     TaskStateConfig,
@@ -294,6 +298,11 @@ def _prepare(data: dict[str, Any], base: Path) -> dict[str, Any]:
             data[section]["directory"] = _resolve(data[section]["directory"], base)
     if "model" in data:
         data["model"] = _resolve_model(data["model"], base)
+    sandbox = data.get("sandbox")
+    if isinstance(sandbox, dict):
+        for key in ("writable_paths", "hidden_paths"):
+            if isinstance(sandbox.get(key), list):
+                sandbox[key] = [_resolve(item, base) for item in sandbox[key]]
     doom = data.get("doom_loop")
     if isinstance(doom, dict) and isinstance(doom.get("escalation"), dict):
         escalation = doom["escalation"]
@@ -365,12 +374,16 @@ class LoadedConfig:
         sources: the files actually used, in the order they were applied.
         warnings: one-line notices (an ignored project file, an ignored key).
         user_config_path: the user config file, whether or not it exists.
+        layers: ``(label, data)`` of every layer applied, in order (label: the file
+            path or ``command line``), for settings that add up across layers instead
+            of replacing (permission rules: ``amos.permissions.merge_rules``).
     """
 
     config: AmosConfig
     sources: list[Path] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     user_config_path: Path = field(default_factory=paths.user_config_file)
+    layers: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
 def _drop_trust(data: dict[str, Any], label: str, warnings: list[str]) -> dict[str, Any]:
@@ -406,6 +419,7 @@ def load_config(
     cwd = Path(cwd).expanduser().absolute() if cwd is not None else Path.cwd()
     user_file = paths.user_config_file()
     layers: list[dict[str, Any]] = []
+    labels: list[str] = []
     sources: list[Path] = []
     warnings: list[str] = []
     trusted: dict[str, str] = {}
@@ -413,6 +427,7 @@ def load_config(
         data, user_config = _load_layer(user_file)
         trusted = user_config.trusted_projects
         layers.append(data)
+        labels.append(str(user_file))
         sources.append(user_file)
 
     explicit = None
@@ -433,23 +448,28 @@ def load_config(
         else:
             data, _ = _load_layer(project, raw)
             layers.append(_drop_trust(data, str(project), warnings))
+            labels.append(str(project))
             sources.append(project)
 
     if explicit is not None and not _same_file(explicit, user_file):
         data, _ = _load_layer(explicit)
         layers.append(_drop_trust(data, str(explicit), warnings))
+        labels.append(str(explicit))
         sources.append(explicit)
 
     if overrides:
         data = _drop_trust(_prepare(overrides, cwd), "command-line options", warnings)
         _validate(data, "command line")
         layers.append(data)
+        labels.append("command line")
 
     merged = config_to_json(default_config())  # so partial maps (permissions) keep defaults
     for layer in layers:
         merged = _deep_merge(merged, layer)
     merged["workspace"] = _resolve(merged.get("workspace", "."), cwd)
-    return LoadedConfig(_validate(merged, "merged config"), sources, warnings, user_file)
+    return LoadedConfig(
+        _validate(merged, "merged config"), sources, warnings, user_file, list(zip(labels, layers, strict=True))
+    )
 
 
 # --------------------------------------------------------------------------- trust
@@ -601,8 +621,8 @@ __all__ = [
     "RunConfig", "ContextConfig", "CompletionConfig", "ProgressConfig", "LoopPolicyConfig",
     "DoomLoopLadderConfig", "DoomLoopTextConfig", "DoomLoopEscalationConfig", "DoomLoopConfig",
     "EvidenceScopeConfig", "EvidenceConfig", "TaskStateConfig", "SessionsConfig", "UiConfig",
-    "AmosConfig", "McpServerConfig", "McpServerName", "McpToolConfig", "default_config",
-    "config_to_json",
+    "AmosConfig", "McpServerConfig", "McpServerName", "McpToolConfig", "PermissionRule", "PermissionsConfig",
+    "SandboxPath", "SandboxConfig", "default_config", "config_to_json",
     # defined here
     "format_validation_error", "validate_config_file", "LoadedConfig", "load_config",
     "read_trusted_projects", "trust_project", "record_trust", "trust_state", "mask_secrets",

@@ -29,7 +29,9 @@ from pydantic import (
 )
 
 from amos.errors import ConfigError
+from amos.permissions.rules import ACCEPTED_FORMS, RuleError, parse_rule
 from amos.policy.doom_loop_config import AMOS_DOOM_LOOP_LADDER, AMOS_TEXT_OPTIONS
+from amos.sandbox.modes import DEFAULT_HIDDEN_PATHS, DEFAULT_MODE, SandboxMode, normalise_path
 
 PROVIDERS = ("openai", "anthropic", "google", "openai-compatible", "scripted")
 """Provider names accepted before the first colon of a model string."""
@@ -588,6 +590,61 @@ class McpServerConfig(_Model):
     """Time limit of one tool call, seconds; null uses ``tools.command_timeout_s``."""
     tools: dict[ToolName, McpToolConfig] = Field(default_factory=dict)
     """Per-tool overrides, keyed by the server's tool name."""
+def _check_sandbox_path(value: str) -> str:
+    return str(normalise_path(value))
+
+
+SandboxPath = Annotated[str, AfterValidator(_check_sandbox_path)]
+"""An absolute path or one starting with ``~``; stored expanded and normalised."""
+
+
+def _default_hidden_paths() -> list[str]:
+    return [str(normalise_path(path)) for path in DEFAULT_HIDDEN_PATHS]
+
+
+class SandboxConfig(_Model):
+    """The command sandbox: bubblewrap on Linux (issue 19)."""
+
+    mode: SandboxMode = DEFAULT_MODE
+    """``read-only``, ``workspace-write`` (the workspace and a private /tmp writable) or
+    ``danger-full-access`` (no sandbox)."""
+    network: bool = False
+    """Let sandboxed commands reach the network (and the host's 127.0.0.1 servers)."""
+    writable_paths: list[SandboxPath] = Field(default_factory=list)
+    """Folders or files writable besides the workspace in ``workspace-write`` (absolute or ~)."""
+    hidden_paths: list[SandboxPath] = Field(default_factory=_default_hidden_paths)
+    """Paths sandboxed commands cannot read (absolute or ~); setting it replaces the defaults.
+    amos's own config and data folders and agent sockets are hidden in any case."""
+
+    @field_validator("writable_paths")
+    @classmethod
+    def _not_root(cls, value: list[str]) -> list[str]:
+        if "/" in value:
+            raise ValueError("must not hold / (that is danger-full-access)")
+        return value
+
+
+def _check_rule(value: str) -> str:
+    try:
+        parse_rule(value)
+    except RuleError as exc:
+        raise ValueError(f"invalid rule: {exc.problem}; accepted: {ACCEPTED_FORMS}") from None
+    return value.strip()
+
+
+PermissionRule = Annotated[str, AfterValidator(_check_rule)]
+"""One permission rule, e.g. ``run_command(python -m pytest:*)`` (amos/permissions/rules.py)."""
+
+
+class PermissionsConfig(_Model):
+    """Permission rules; deny wins over ask over allow; rules add up across layers."""
+
+    allow: list[PermissionRule] = Field(default_factory=list)
+    """Calls that run without asking, e.g. ``run_command(git status)``, ``write_file(docs/**)``."""
+    ask: list[PermissionRule] = Field(default_factory=list)
+    """Calls that always ask, even where the sandbox would let them run."""
+    deny: list[PermissionRule] = Field(default_factory=list)
+    """Calls that are refused, naming the rule."""
 
 
 class AmosConfig(_Model):
@@ -603,6 +660,10 @@ class AmosConfig(_Model):
     """Root the file tools are confined to, and where commands run."""
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     """Tool permissions and limits."""
+    permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
+    """Permission rules (``allow``/``ask``/``deny`` patterns)."""
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """The command sandbox."""
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     """Pending approvals."""
     run: RunConfig = Field(default_factory=RunConfig)

@@ -96,3 +96,17 @@ class SlashCommandError(AmosError):
         self.usage = usage
         self.code = code
         super().__init__(message)
+
+
+class SandboxError(AmosError):
+    """The command sandbox cannot be used as asked (issue 19).
+
+    Attributes:
+        code: ``unavailable`` (bubblewrap missing or not working on this machine) or
+            ``bad_workspace`` (a workspace or writable path the sandbox cannot confine,
+            such as ``/``).
+    """
+
+    def __init__(self, code: str, message: str):
+        self.code = code
+        super().__init__(message)

@@ -118,7 +118,16 @@ def test_specs_names_and_lookup(ws: Path) -> None:
         "new_text",
         "replace_all",
     }
-    assert set(specs["run_command"].parameters["properties"]) == {"command", "timeout_s"}
+    assert set(specs["run_command"].parameters["properties"]) == {
+        "command",
+        "timeout_s",
+    }
+    sandboxed = {s.name: s for s in ToolManager(builtin_tools(sandboxed=True), context=manager.context).specs()}
+    assert set(sandboxed["run_command"].parameters["properties"]) == {
+        "command", "timeout_s",
+        "sandbox",  # the model's request to run unsandboxed (issue 19)
+        "justification",
+    }
     assert manager.get("list_dir") is not None and manager.get("nope") is None
 
 

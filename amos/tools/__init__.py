@@ -20,21 +20,26 @@ from amos.tools.base import (
     ToolSpec,
     ToolTimeout,
 )
-from amos.tools.command import RUN_COMMAND, child_env, render_command_result
+from amos.tools.command import RUN_COMMAND, SANDBOXED_RUN_COMMAND, child_env, render_command_result
+from amos.tools.command_sandbox import escalation_justification, sandbox_use, wants_unsandboxed
 from amos.tools.files import EDIT_FILE, LIST_DIR, READ_FILE, WRITE_FILE
 from amos.tools.manager import ToolManager, cap_output
 from amos.tools.search import SEARCH_TEXT
 from amos.tools.workspace import resolve_in_workspace
 
 
-def builtin_tools() -> list[Tool]:
+def builtin_tools(*, sandboxed: bool = False) -> list[Tool]:
     """The built-in tools, in the order the model is offered them.
+
+    Args:
+        sandboxed: commands run in the sandbox, so ``run_command`` offers the escalation
+            arguments (``"sandbox": "none"`` with a ``justification``; issue 19).
 
     Returns:
         A new list: ``read_file``, ``list_dir``, ``search_text``, ``write_file``,
         ``edit_file``, ``run_command``.
     """
-    return [READ_FILE, LIST_DIR, SEARCH_TEXT, WRITE_FILE, EDIT_FILE, RUN_COMMAND]
+    return [READ_FILE, LIST_DIR, SEARCH_TEXT, WRITE_FILE, EDIT_FILE, SANDBOXED_RUN_COMMAND if sandboxed else RUN_COMMAND]
 
 
 __all__ = [
@@ -54,6 +59,9 @@ __all__ = [
     "builtin_tools",
     "cap_output",
     "child_env",
+    "escalation_justification",
     "render_command_result",
     "resolve_in_workspace",
+    "sandbox_use",
+    "wants_unsandboxed",
 ]

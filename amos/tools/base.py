@@ -14,9 +14,12 @@ import copy
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from amos.sandbox.bwrap import SandboxLauncher
 
 Effect = Literal["read", "write", "unknown"]
 Permission = Literal["allow", "ask", "deny"]
@@ -79,12 +82,19 @@ class ToolContext:
         max_output_bytes: cap of what the model sees of one result (bytes).
         env: environment for child processes, already stripped of every provider
             key variable.
+        sandbox: the launcher ``run_command`` runs commands in (issue 19); None runs
+            them unsandboxed, as before.
+        sandbox_escalation_approved: True in the context of one call whose request to
+            run unsandboxed (``"sandbox": "none"``) a person approved; without it such a
+            call still runs in the sandbox.
     """
 
     workspace: Path
     command_timeout_s: float = 120.0
     max_output_bytes: int = 65536
     env: Mapping[str, str] = field(default_factory=dict)
+    sandbox: SandboxLauncher | None = None
+    sandbox_escalation_approved: bool = False
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,21 @@ cancellation, an error), the subprocess transport is closed before the call retu
 re-raises, so none outlives it (and none is left to complain after the event loop has
 closed).
 
-Limits: ``run_command`` is not a sandbox; the guard is the ``ask`` permission. A process
-that leaves both the process group and the pipes (``setsid cmd >/dev/null 2>&1 &``,
-a daemon) is not found and may keep running after the call. Without ``/proc`` (macOS)
-processes holding a pipe are not looked for: after ``PIPE_DRAIN_S`` the pipes are
-closed on them.
+Sandbox (issue 19): when the context carries a launcher (``ToolContext.sandbox``), the
+process started is bwrap (amos/sandbox/bwrap.py), in its own session as above; the
+shell runs inside it in a new PID namespace. When the shell exits, bwrap exits and
+everything left inside is killed with the namespace (``--die-with-parent``), so
+background and ``setsid`` processes end with the command; stopping bwrap's group on a
+timeout or a cancellation does the same. The result then carries ``sandbox``: the mode
+and network setting the command ran with, and a note when stderr shows the sandbox
+refused something. A call with ``"sandbox": "none"`` runs unsandboxed only when the
+context says a person approved it (``sandbox_escalation_approved``).
+
+Limits: without a launcher ``run_command`` is not a sandbox; the guard is the ``ask``
+permission. A process that leaves both the process group and the pipes
+(``setsid cmd >/dev/null 2>&1 &``, a daemon) is then not found and may keep running
+after the call. Without ``/proc`` (macOS) processes holding a pipe are not looked for:
+after ``PIPE_DRAIN_S`` the pipes are closed on them.
 """
 
 from __future__ import annotations
@@ -36,11 +46,14 @@ import signal
 import sys
 import time
 from collections.abc import Coroutine, Iterable, Mapping
-from typing import Any
+from dataclasses import replace
+from typing import Any, Literal
 
 from pydantic import Field
 
-from amos.tools.base import Tool, ToolArgs, ToolContext, ToolTimeout
+from amos.errors import SandboxError
+from amos.tools.base import Tool, ToolArgs, ToolContext, ToolFailure, ToolTimeout
+from amos.tools.command_sandbox import RUN_COMMAND_NAME, add_sandbox_result, sandbox_use
 from amos.tools.summaries import summarize_run_command
 
 ALWAYS_DROPPED_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
@@ -85,6 +98,19 @@ class RunCommandArgs(ToolArgs):
         default=None,
         gt=0,
         description="Time limit in seconds (capped by the configured command timeout).",
+    )
+
+
+class SandboxedRunCommandArgs(RunCommandArgs):
+    """Arguments of ``run_command`` when commands run in the sandbox: the model may ask to
+    run one unsandboxed (issue 19), which a person must approve."""
+
+    sandbox: Literal["none"] | None = Field(
+        default=None,
+        description='"none" asks to run unsandboxed (a person must approve).',
+    )
+    justification: str | None = Field(
+        default=None, max_length=500, description='Why, with "sandbox": "none".'
     )
 
 
@@ -375,22 +401,39 @@ async def _run_command(args: RunCommandArgs, ctx: ToolContext) -> dict[str, Any]
     limit = _effective_limit(args, ctx)
     tail_bytes = max(1024, min(MAX_TAIL_BYTES, (ctx.max_output_bytes - 1024) // 2))
     env = dict(ctx.env) if ctx.env else child_env(os.environ, ())
+    use = sandbox_use(args, ctx)
+    launch = None
+    if ctx.sandbox is not None and use is not None and not use["escalated"]:
+        try:
+            launch = ctx.sandbox.launch(args.command, workspace=ctx.workspace, env=env)
+        except (SandboxError, OSError) as exc:
+            raise ToolFailure(f"the sandbox cannot run this command: {exc}") from None
     loop = asyncio.get_running_loop()
-    transport, protocol = await loop.subprocess_shell(
-        lambda: _CommandProtocol(tail_bytes),
-        args.command,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=ctx.workspace,
-        env=env,
-        start_new_session=True,
-    )
+    streams: dict[str, Any] = {
+        "stdin": asyncio.subprocess.DEVNULL,
+        "stdout": asyncio.subprocess.PIPE,
+        "stderr": asyncio.subprocess.PIPE,
+        "start_new_session": True,
+    }
+    if launch is None:
+        transport, protocol = await loop.subprocess_shell(
+            lambda: _CommandProtocol(tail_bytes), args.command, cwd=ctx.workspace, env=env, **streams
+        )
+    else:
+        # bwrap is executed with the child environment itself: its /proc/1/environ
+        # inside the sandbox holds nothing the command could not read anyway.
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _CommandProtocol(tail_bytes), *launch.argv, cwd=launch.cwd, env=launch.env,
+            **streams,
+        )
     try:
-        return await _supervise(transport, protocol, limit)
+        result = await _supervise(transport, protocol, limit)
     finally:
         # Also kills the shell if it is somehow still running, and closes our read ends.
         transport.close()
+    if use is not None:
+        add_sandbox_result(result, use, args, ctx, _with_notes)
+    return result
 
 
 async def _supervise(
@@ -466,7 +509,7 @@ def _summarize_command(args: RunCommandArgs) -> str:
 
 
 RUN_COMMAND = Tool(
-    name="run_command",
+    name=RUN_COMMAND_NAME,
     description=(
         "Run a shell command with the workspace as working directory. Returns the exit "
         "code and the ends of stdout and stderr. A non-zero exit code is reported, not "
@@ -483,3 +526,13 @@ RUN_COMMAND = Tool(
     loop_key=["command"],
     summarize_result=summarize_run_command,
 )
+
+SANDBOXED_RUN_COMMAND = replace(
+    RUN_COMMAND,
+    description=RUN_COMMAND.description + (
+        " It runs sandboxed (no writes outside the workspace, no network unless enabled); the "
+        "result says so, and says when the sandbox blocked something."),
+    args_model=SandboxedRunCommandArgs,
+)
+"""``run_command`` as offered when commands run in the sandbox (issue 19): the model may
+ask for ``"sandbox": "none"`` with a justification."""

@@ -209,7 +209,9 @@ class ToolManager:
 
     # ------------------------------------------------------------ execution
 
-    async def execute(self, call: ToolCallPart, execution_id: str) -> ToolOutcome:
+    async def execute(
+        self, call: ToolCallPart, execution_id: str, *, context: ToolContext | None = None
+    ) -> ToolOutcome:
         """Validate and run one call, and normalize how it ended.
 
         The call runs with a time limit of the tool's ``timeout_s`` or else
@@ -219,6 +221,8 @@ class ToolManager:
         Args:
             call: the model's tool call.
             execution_id: the run execution this call belongs to.
+            context: this call's context instead of the manager's (e.g. one whose
+                ``sandbox_escalation_approved`` is True for an approved escalation).
 
         Returns:
             An outcome with status ``succeeded`` (result, rendered and capped content),
@@ -238,14 +242,15 @@ class ToolManager:
         except ToolFailure as exc:
             return self._outcome(call, execution_id, started, "failed", error=str(exc))
         tool = self._tools[name]
-        limit = tool.timeout_s if tool.timeout_s is not None else self.context.command_timeout_s
+        ctx = context if context is not None else self.context
+        limit = tool.timeout_s if tool.timeout_s is not None else ctx.command_timeout_s
         if tool.manages_timeout:
             limit += SELF_TIMED_GRACE_S
         unsure: Completion = "unknown" if effect in ("write", "unknown") else "complete"
         scope = asyncio.timeout(limit)
         try:
             async with scope:
-                result = await tool.run(args, self.context)
+                result = await tool.run(args, ctx)
         except ToolTimeout as exc:
             content = str(exc) if not exc.partial else f"{exc}\n{exc.partial}"
             return self._outcome(
