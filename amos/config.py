@@ -33,6 +33,7 @@ from amos.config_models import (
     AnthropicProviderConfig,
     ApprovalsConfig,
     BaseUrl,
+    CheckpointsConfig,
     CompletionConfig,
     ConfigPath,
     ContextConfig,
@@ -543,6 +544,7 @@ __all__ = [
     "RunConfig", "ContextConfig", "CompletionConfig", "ProgressConfig", "LoopPolicyConfig",
     "DoomLoopLadderConfig", "DoomLoopTextConfig", "DoomLoopEscalationConfig", "DoomLoopConfig",
     "EvidenceScopeConfig", "EvidenceConfig", "TaskStateConfig", "SessionsConfig", "UiConfig",
+    "CheckpointsConfig",
     "AmosConfig", "default_config", "config_to_json",
     # defined here
     "format_validation_error", "validate_config_file", "LoadedConfig", "load_config",
