@@ -1,12 +1,13 @@
 """Bring the shadow index up to date with the workspace and write its tree (one snapshot's work).
 
-How it stays fast (issue 20, "Incremental snapshots must be fast"): git's own index is the
-cache. ``git ls-files -t -o -m -d --directory --exclude-standard`` walks the workspace once
-and, from the stat data in the shadow index, names only new, changed and deleted files
-(applying every ignore rule); only those are checked for size and handed to ``git
-update-index --stdin``; ``git write-tree`` then rewrites only the trees that changed. The
-one Python pass over every file is an ``lstat`` for exact permission bits and sizes, which
-git does not keep. A first snapshot of many files streams their content into one pack
+How it stays fast (issue 20, "Incremental snapshots must be fast"): the shadow index is the
+cache. ``git ls-files -t -c -o --directory --exclude-standard`` lists the tracked files and
+walks the workspace once for new ones (applying every ignore rule); one Python ``lstat``
+pass over every file gives the exact permission bits and sizes git does not keep and,
+compared with the stat signatures the previous capture in this process saw, the changed and
+deleted files (the first capture of a process asks git, ``-m -d``, instead). Only those
+are checked for size and handed to ``git update-index --stdin``; ``git write-tree`` then
+rewrites only the trees that changed. A first snapshot of many files streams their content into one pack
 (``core.bigFileThreshold=1`` for that command) instead of one loose object file each.
 """
 
@@ -35,12 +36,10 @@ class Capture:
     """The workspace's state as the shadow index now holds it.
 
     Attributes:
-        tree: the tree id ``git write-tree`` gave.
+        tree: the tree id ``git write-tree`` gave ("" when deferred).
         manifest: what the tree does not say (modes, empty folders, what was skipped).
         skipped: the paths left out, for people.
         exceeded: over ``max_workspace_bytes``; new files were left out.
-        files: path -> exact permission bits of every file in the tree (None for a
-            symbolic link).
         left_out: new files not added because the workspace was over its cap.
     """
 
@@ -48,7 +47,6 @@ class Capture:
     manifest: mf.Manifest
     skipped: list[SkippedFile] = field(default_factory=list)
     exceeded: bool = False
-    files: dict[str, int | None] = field(default_factory=dict)
     left_out: int = 0
 
 
@@ -65,8 +63,26 @@ def _parents(path: str) -> Iterable[str]:
         yield "/".join(parts[:i]) + "/"
 
 
+def beyond_link(root: str, path: str) -> bool:
+    """``path`` lies under a symbolic link or a non-folder in ``root`` (git cannot add it)."""
+    current = root
+    for part in path.split("/")[:-1]:
+        current = os.path.join(current, part)
+        try:
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return True
+        except OSError:
+            return False
+    return False
+
+
 def ignored(git: Git, paths: list[str]) -> set[str]:
-    """Which of ``paths`` the ignore rules (workspace's and user's) ignore, as if untracked."""
+    """Which of ``paths`` the ignore rules (workspace's and user's) ignore, as if untracked.
+
+    Paths under a symbolic link count as not ignored (git refuses to look at them).
+    """
+    root = str(git.work_tree)
+    paths = [p for p in paths if not beyond_link(root, p)]
     if not paths:
         return set()
     env_literal = git.env.pop("GIT_LITERAL_PATHSPECS", None)  # check-ignore refuses the magic
@@ -93,10 +109,18 @@ class Scanner:
         work_tree: the workspace (absolute, resolved).
         max_file_bytes: larger files are skipped.
         max_workspace_bytes: past this total, files not yet in the index are left out.
+        refresh: also refresh the stat data of every index entry (``update-index
+            --refresh``), so files only touched, or written in the same second as the
+            index, stop being re-read by every later snapshot. Costs one pass over all
+            files in git; the repository asks for it now and then.
     """
 
-    def __init__(self, git: Git, work_tree: Path, max_file_bytes: int, max_workspace_bytes: int):
+    def __init__(self, git: Git, work_tree: Path, max_file_bytes: int, max_workspace_bytes: int, *,
+                 refresh: bool = False, cache: dict[str, int] | None = None, tree: str | None = None):
         self.git = git
+        self.refresh = refresh
+        self.cache = cache
+        self.tree = tree if cache is not None else None
         self.root = str(work_tree)
         self.max_file_bytes = max_file_bytes
         self.max_workspace_bytes = max_workspace_bytes
@@ -110,6 +134,23 @@ class Scanner:
         except OSError as exc:
             self.skipped[path] = SkippedFile(path, f"cannot be read ({exc.strerror})")
             return None
+
+    def _lstat_all(self, paths: Iterable[str], known: dict[str, os.stat_result | None] | None = None
+                   ) -> dict[str, os.stat_result | None]:
+        prefix = self.root + os.sep
+        lstat = os.lstat
+        out: dict[str, os.stat_result | None] = known if known is not None else {}
+        for path in paths:
+            if path in out:
+                continue
+            try:
+                out[path] = lstat(prefix + path)
+            except (FileNotFoundError, NotADirectoryError):
+                out[path] = None
+            except OSError as exc:
+                self.skipped[path] = SkippedFile(path, f"cannot be read ({exc.strerror})")
+                out[path] = None
+        return out
 
     def _skip_reason(self, path: str, st: os.stat_result) -> SkippedFile | None:
         if stat.S_ISLNK(st.st_mode):
@@ -125,81 +166,86 @@ class Scanner:
         return None
 
     def _beyond_link(self, path: str) -> bool:
-        """``path`` lies under a symbolic link or a non-folder (git cannot add it)."""
-        current = self.root
-        for part in path.split("/")[:-1]:
-            current = os.path.join(current, part)
-            try:
-                if not stat.S_ISDIR(os.lstat(current).st_mode):
-                    return True
-            except OSError:
-                return False
-        return False
+        return beyond_link(self.root, path)
 
-    def run(self, include: Iterable[str], *, restore: bool = False) -> Capture:
+    def run(self, include: Iterable[str], *, restore: bool = False, defer_tree: bool = False) -> Capture:
         """Update the shadow index from the workspace and write the tree.
 
         Args:
             include: workspace-relative paths to snapshot even when ignored.
             restore: the capture is a restore's (see ``Manifest.restore``).
+            defer_tree: when many files are new, leave ``tree`` empty for the caller to
+                write with ``git fast-import``.
 
         Raises:
             SnapshotError: a git command failed.
         """
         git = self.git
-        index: dict[str, str] = {}
-        gitlinks: list[str] = []
-        for entry in split_z(git.run(["ls-files", "-z", "-s"])):
-            meta, _, raw = entry.partition(b"\t")
-            path = os.fsdecode(raw)
-            index[path] = meta[:6].decode()
-            if meta.startswith(b"160000"):
-                gitlinks.append(path)
+        index: list[str] = []
         new: list[str] = []
         changed: set[str] = set()
         folders: list[str] = []
-        for entry in split_z(git.run(["ls-files", "-z", "-t", "-o", "-m", "-d", "--directory",
-                                      "--exclude-standard"])):
-            tag, path = entry[:1], os.fsdecode(entry[2:])
-            if tag == b"?":
+        cache = self.cache
+        ask_git = ["-m", "-d"] if cache is None else []  # else our own stat cache finds the changes
+        args = ["ls-files", "-z", "-t", "-c", "-o", *ask_git, "--directory", "--exclude-standard"]
+        walk = git.start(args)
+        try:  # while git walks the workspace, lstat the files the last capture saw
+            early = self._lstat_all(cache) if cache else {}
+        finally:
+            listing = git.finish(walk, args)
+        for entry in listing.decode("utf-8", "surrogateescape").split("\0"):
+            tag, path = entry[:1], entry[2:]
+            if tag == "H" or tag == "S":
+                index.append(path)
+            elif tag == "?":
                 (folders if path.endswith("/") else new).append(path)
-            else:
+            elif tag:
                 changed.add(path)
         fileless = self._expand(folders, new)
+        tracked = set(index)
         wanted = list(dict.fromkeys(include))
-        include = [p for p in wanted if p not in index or p in changed]
-        stats: dict[str, os.stat_result | None] = {}
-        for path in (*index, *new, *include):
-            if path not in stats:
-                stats[path] = self._lstat(path)
-        force_remove = list(gitlinks)
-        for path in gitlinks:
-            self.skipped[path + "/"] = SkippedFile(path + "/", "nested git repository")
+        include = [p for p in wanted if p not in tracked or p in changed]
+        stats = self._lstat_all((*index, *new, *include), early)
+        force_remove: list[str] = []
         update: list[str] = []
         absent: list[str] = []
         kept: dict[str, os.stat_result] = {}
+        signatures: dict[str, int] = {}
+        file_bits: dict[str, int] = {}
+        parents: set[str] = set()
+        skipped = self.skipped
+        max_file = self.max_file_bytes
+        regular, link, folder = stat.S_IFREG, stat.S_IFLNK, stat.S_IFDIR
         for path in index:
             st = stats[path]
-            if path in gitlinks:
-                continue
-            if path in changed and self._beyond_link(path):
-                force_remove.append(path)  # its folder became a symbolic link: gone from here
-                continue
             if st is None:
-                # deleted (--remove drops it), or unreadable (skipped: dropped by force)
-                (force_remove if path in self.skipped else update).append(path)
+                if path in skipped or self._beyond_link(path):
+                    force_remove.append(path)  # unreadable, or its folder became a symbolic link
+                else:
+                    update.append(path)  # deleted: --remove drops it
                 continue
-            if stat.S_ISDIR(st.st_mode):
-                force_remove.append(path)  # a folder took the file's place
-                continue
-            reason = self._skip_reason(path, st)
-            if reason is not None:
-                self.skipped[path] = reason
+            signature = st.st_ctime_ns  # every write, chmod and rename sets it
+            if path in changed or (cache is not None and cache.get(path) != signature):
+                if self._beyond_link(path):
+                    force_remove.append(path)
+                    continue
+                update.append(path)
+            mode = st.st_mode
+            kind = mode & 0o170000
+            if kind == regular and st.st_size <= max_file:
+                file_bits[path] = mode & 0o7777
+            elif kind != link:
+                if path in update:
+                    update.remove(path)
                 force_remove.append(path)
+                if kind != folder:  # a folder in the file's place is just a deletion
+                    skipped[path] = self._skip_reason(path, st)
                 continue
             kept[path] = st
-            if path in changed:
-                update.append(path)
+            signatures[path] = signature
+            cut = path.rfind("/")
+            if cut > 0:
+                parents.add(path[:cut])
         fresh: dict[str, os.stat_result] = {}
         for path in dict.fromkeys((*new, *include)):
             if path in kept:
@@ -209,6 +255,8 @@ class Scanner:
                 if path in include and path not in self.skipped:
                     absent.append(path)
                 continue
+            if stat.S_ISDIR(st.st_mode):
+                continue  # an include path that is a folder: its files are snapshotted as usual
             reason = self._skip_reason(path, st)
             if reason is None and path in include and self._beyond_link(path):
                 reason = SkippedFile(path, "inside a symbolic link or a nested repository")
@@ -230,13 +278,38 @@ class Scanner:
         if force_remove:
             git.run(["update-index", "--force-remove", "-z", "--stdin"],
                     input=b"".join(os.fsencode(p) + b"\0" for p in force_remove))
-        if update:
-            bulk = [("core.bigFileThreshold", "1")] if len(fresh) > BULK_FILES else []
-            git.run(["update-index", "-q", "--refresh", "--add", "--remove", "--replace", "-z", "--stdin"],
+        if update or self.refresh:
+            bulk = [("core.bigFileThreshold", "1"), ("core.compression", "1")] if len(fresh) > BULK_FILES else []
+            refresh = ["-q", "--refresh"] if self.refresh else []
+            git.run(["update-index", *refresh, "--add", "--remove", "--replace", "-z", "--stdin"],
                     input=b"".join(os.fsencode(p) + b"\0" for p in update), extra_config=bulk)
-        tree = git.run(["write-tree"]).decode().strip()
-        kept.update(fresh)
-        capture = self._finish(tree, kept, fileless, included, absent, exceeded, total)
+        # Many new files: their trees would be as many loose object files again; the
+        # caller writes them into one pack with the commit instead (repo._commit_packed).
+        writing = None
+        tree = ""
+        if not (defer_tree and len(fresh) > BULK_FILES):
+            if update or force_remove or self.tree is None:
+                writing = git.start(["write-tree"])  # collected after the manifest is built
+            else:
+                tree = self.tree  # nothing changed in the index since the last capture
+        for path, st in fresh.items():
+            kept[path] = st
+            signatures[path] = st.st_ctime_ns
+            if st.st_mode & 0o170000 == regular:
+                file_bits[path] = st.st_mode & 0o7777
+            cut = path.rfind("/")
+            if cut > 0:
+                parents.add(path[:cut])
+        self.cache = signatures
+        try:
+            capture = self._finish(tree, len(kept), file_bits, parents, fileless, included, absent,
+                                   exceeded, total)
+        finally:
+            if writing is not None:
+                capture_tree = git.finish(writing, ["write-tree"]).decode().strip()
+        if writing is not None:
+            capture.tree = capture_tree
+        self.tree = capture.tree or None
         capture.manifest.restore = restore
         capture.left_out = left_out
         return capture
@@ -283,29 +356,22 @@ class Scanner:
                 result[folder] = stat.S_IMODE(st.st_mode)
         return result
 
-    def _finish(self, tree: str, kept: dict[str, os.stat_result], fileless: dict[str, int],
-                included: list[str], absent: list[str], exceeded: bool, total: int) -> Capture:
-        file_perms: dict[str, tuple[int, bool]] = {}
-        files: dict[str, int | None] = {}
+    def _finish(self, tree: str, files: int, file_bits: dict[str, int], parents: set[str],
+                fileless: dict[str, int], included: list[str], absent: list[str], exceeded: bool,
+                total: int) -> Capture:
         folders: set[str] = set()
-        for path, st in kept.items():
-            folders.update(_parents(path))
-            if stat.S_ISLNK(st.st_mode):
-                files[path] = None
-                continue
-            bits = stat.S_IMODE(st.st_mode)
-            file_perms[path] = (bits, bool(bits & stat.S_IXUSR))
-            files[path] = bits
-        folder_perms: dict[str, int] = {}
-        for folder in folders:
-            st = self._lstat(folder[:-1])
-            if st is not None:
-                folder_perms[folder] = stat.S_IMODE(st.st_mode)
+        for parent in parents:  # with their own parents
+            while parent and parent not in folders:
+                folders.add(parent)
+                cut = parent.rfind("/")
+                parent = parent[:cut] if cut > 0 else ""
+        folder_bits = {f + "/": st.st_mode & 0o7777 for f, st in self._lstat_all(folders).items()
+                       if st is not None}
         skipped = sorted(self.skipped.values(), key=lambda s: s.path)
         manifest = mf.build(
-            file_perms, folder_perms, fileless,
+            file_bits, folder_bits, fileless,
             skipped={s.path: [s.reason, s.size_bytes] for s in skipped[:MAX_SKIPPED]},
             include=sorted(included), absent=sorted(absent),
-            partial=exceeded or len(skipped) > MAX_SKIPPED, files=len(kept), bytes=total,
+            partial=exceeded or len(skipped) > MAX_SKIPPED, files=files, bytes=total,
         )
-        return Capture(tree, manifest, skipped, exceeded, files)
+        return Capture(tree, manifest, skipped, exceeded)

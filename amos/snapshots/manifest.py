@@ -127,26 +127,26 @@ def most_common(values: list[int], fallback: int) -> int:
     return min(v for v, n in counts.items() if n == best)
 
 
-def build(file_perms: dict[str, tuple[int, bool]], folder_perms: dict[str, int],
-          empty_dirs: dict[str, int], **rest: Any) -> Manifest:
+def build(file_bits: dict[str, int], folder_bits: dict[str, int], empty_dirs: dict[str, int],
+          **rest: Any) -> Manifest:
     """A manifest from the exact bits of the snapshot's files and folders.
 
     Args:
-        file_perms: file path -> ``(permission bits, executable)`` (not symbolic links).
-        folder_perms: folder path (``/``-terminated) -> bits, for folders holding files.
+        file_bits: file path -> permission bits (symbolic links left out); a file is
+            executable (git mode 100755) when its owner may execute it.
+        folder_bits: folder path (``/``-terminated) -> bits, for folders holding files.
         empty_dirs: folder path -> bits, for folders with no file.
         **rest: the other :class:`Manifest` fields.
     """
-    plain = [bits for bits, exe in file_perms.values() if not exe]
-    exe = [bits for bits, is_exe in file_perms.values() if is_exe]
+    plain = [bits for bits in file_bits.values() if not bits & 0o100]
+    exe = [bits for bits in file_bits.values() if bits & 0o100]
     manifest = Manifest(
         file_mode=most_common(plain, 0o644), exec_mode=most_common(exe, 0o755),
-        dir_mode=most_common([*folder_perms.values(), *empty_dirs.values()], 0o755), **rest,
+        dir_mode=most_common([*folder_bits.values(), *empty_dirs.values()], 0o755), **rest,
     )
-    manifest.modes = {
-        path: bits for path, (bits, is_exe) in file_perms.items()
-        if bits != (manifest.exec_mode if is_exe else manifest.file_mode)
-    }
-    manifest.dir_modes = {path: bits for path, bits in folder_perms.items() if bits != manifest.dir_mode}
+    usual_file, usual_exe = manifest.file_mode, manifest.exec_mode
+    manifest.modes = {path: bits for path, bits in file_bits.items()
+                      if bits != (usual_exe if bits & 0o100 else usual_file)}
+    manifest.dir_modes = {path: bits for path, bits in folder_bits.items() if bits != manifest.dir_mode}
     manifest.dirs = dict(empty_dirs)
     return manifest

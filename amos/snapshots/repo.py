@@ -21,7 +21,7 @@ from pathlib import Path
 from amos.errors import SnapshotError
 from amos.snapshots import ignore, repair
 from amos.snapshots.capture import Scanner, _size_text
-from amos.snapshots.git import Git
+from amos.snapshots.git import Git, commit_packed
 from amos.snapshots.models import AgentChange, Conflict, FileChange, RestoreResult, Snapshot
 from amos.snapshots.state import State, StateReader, compare
 
@@ -83,6 +83,8 @@ class ShadowRepo:
         self._lock = repair.RepoLock(self.git_dir.with_name(self.git_dir.name + ".lock"), lock_timeout_s)
         self._reader = StateReader(self._git)
         self._checked = False
+        self._stat_cache: dict[str, int] | None = None
+        self._index_tree: str | None = None
         self._excludes: Path | None = None
         self._exclude = [Path(p).expanduser().absolute() for p in exclude]
 
@@ -127,6 +129,7 @@ class ShadowRepo:
         if (self.git_dir / repair.BUSY).exists() or (self.git_dir / "index.lock").exists():
             warnings += repair.repair(self._git, self.git_dir, self.work_tree, why="an interrupted snapshot")
             self._reader = StateReader(self._git)
+            self._stat_cache = None
             with contextlib.suppress(OSError):
                 (self.git_dir / repair.BUSY).unlink()
         self._checked = True
@@ -169,7 +172,17 @@ class ShadowRepo:
                                             "no '..', not in .git)")
         return "/".join(parts) + ("/" if is_dir else "")
 
+    def _scanner(self) -> Scanner:
+        return _CachingScanner(self)
+
     def _head(self) -> str | None:
+        ref = self.git_dir / repair.BRANCH
+        try:
+            text = ref.read_text().strip()  # a loose ref: refs are never packed here (no gc)
+            if len(text) == 40 and all(c in "0123456789abcdef" for c in text):
+                return text
+        except OSError:
+            pass
         out = self._git.run(["rev-parse", "-q", "--verify", "HEAD"], ok=(0, 1)).strip()
         return out.decode() if out else None
 
@@ -190,7 +203,7 @@ class ShadowRepo:
             SnapshotError: ``bad_path`` for an ``include`` path outside the workspace,
                 ``busy``, ``git_failed`` (after one repair and retry).
         """
-        paths = [self._rel(p) for p in include]
+        paths = [rel for rel in (self._rel(p) for p in include) if not rel.endswith("/")]
         with self._op(write=True) as pending:
             return self._snapshot_locked(message, paths, pending)
 
@@ -203,13 +216,13 @@ class ShadowRepo:
                 raise
             pending += repair.repair(self._git, self.git_dir, self.work_tree, why=f"an error ({exc})")
             self._reader = StateReader(self._git)
+            self._stat_cache = None
             self.warnings += pending
             return self._take(message, include, pending, restore)
 
     def _take(self, message: str, include: list[str], pending: list[str], restore: bool) -> Snapshot:
         self._sync_excludes()
-        cap = Scanner(self._git, self.work_tree, self.max_file_bytes, self.max_workspace_bytes).run(
-            include, restore=restore)
+        cap = self._scanner().run(include, restore=restore, defer_tree=True)
         notes = list(pending)
         if cap.exceeded:
             note = (f"snapshots: the workspace holds over {_size_text(self.max_workspace_bytes)} of files "
@@ -219,7 +232,7 @@ class ShadowRepo:
             self.warnings.append(note)
         head = self._head()
         line = cap.manifest.to_line()
-        if head is not None:
+        if head is not None and cap.tree:
             tree, _, _, manifest = self._reader.commit(head)
             if tree == cap.tree and manifest.to_line() == line:
                 return self._reader.snapshot(head, tuple(notes))
@@ -227,10 +240,15 @@ class ShadowRepo:
         self._git.env["GIT_COMMITTER_DATE"] = self._git.env["GIT_AUTHOR_DATE"] = f"@{stamp} +0000"
         first = " ".join(message.split()) or "snapshot"
         body = f"{first}\n\n{line}\n".encode()
-        parents = ["-p", head] if head else []
-        commit = self._git.run(["commit-tree", cap.tree, *parents, "-F", "-"], input=body).decode().strip()
-        self._git.run(["update-ref", "HEAD", commit, head or "0" * 40])
+        if cap.tree:
+            parents = ["-p", head] if head else []
+            commit = self._git.run(["commit-tree", cap.tree, *parents, "-F", "-"], input=body).decode().strip()
+            self._git.run(["update-ref", "HEAD", commit, head or "0" * 40])
+        else:
+            commit = commit_packed(self._git, body, head, stamp)
+            cap.tree = self._index_tree = self._git.run(["write-tree"]).decode().strip()  # fills the tree cache
         created = datetime.fromtimestamp(stamp, UTC).isoformat().replace("+00:00", "Z")
+        self._reader.remember(commit, cap.tree, created, first, cap.manifest)
         return Snapshot(commit, created, first, cap.manifest.files, cap.manifest.bytes,
                         tuple(cap.skipped), cap.exceeded, tuple(notes))
 
@@ -261,7 +279,7 @@ class ShadowRepo:
             sb = self._reader.load(self._reader.resolve(b))
             return sa, sb, sb.id
         self._sync_excludes()
-        cap = Scanner(self._git, self.work_tree, self.max_file_bytes, self.max_workspace_bytes).run(())
+        cap = self._scanner().run(())
         return sa, State(None, cap.tree, cap.manifest, self._reader.listing(cap.tree)), self._head()
 
     def changed(self, a: SnapshotRef, b: SnapshotRef | None = None) -> list[FileChange]:
@@ -433,3 +451,19 @@ class ShadowRepo:
         finally:
             self._lock.release()
         self._checked = False
+
+
+class _CachingScanner(Scanner):
+    """A Scanner that takes the repository's stat cache and hands the new one back."""
+
+    def __init__(self, repo: ShadowRepo):
+        super().__init__(repo._git, repo.work_tree, repo.max_file_bytes, repo.max_workspace_bytes,
+                         refresh=repo._stat_cache is None, cache=repo._stat_cache, tree=repo._index_tree)
+        self._repo = repo
+
+    def run(self, include, *, restore: bool = False, defer_tree: bool = False):
+        self._repo._stat_cache = None  # a failure part-way leaves it unknown
+        capture = super().run(include, restore=restore, defer_tree=defer_tree)
+        self._repo._stat_cache = self.cache
+        self._repo._index_tree = self.tree
+        return capture

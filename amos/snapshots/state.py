@@ -10,14 +10,13 @@ A path no snapshot knows is *unknown*: never deleted on its say-so.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from amos.errors import SnapshotError
 from amos.snapshots.capture import _parents, ignored
-from amos.snapshots.git import Git, split_z
+from amos.snapshots.git import Git
 from amos.snapshots.manifest import Manifest
 from amos.snapshots.models import Change, FileChange, SkippedFile, Snapshot
 
@@ -154,6 +153,10 @@ class StateReader:
         self._commits[commit_id] = found
         return found
 
+    def remember(self, commit_id: str, tree: str, created: str, message: str, manifest: Manifest) -> None:
+        """Cache a commit just written (so the next snapshot need not read it back)."""
+        self._commits[commit_id] = (tree, created, message, Manifest.from_message(manifest.to_line()) or manifest)
+
     def snapshot(self, commit_id: str, warnings: tuple[str, ...] = ()) -> Snapshot:
         """The :class:`Snapshot` record of a commit."""
         _, created, message, m = self.commit(commit_id)
@@ -164,10 +167,10 @@ class StateReader:
         """path -> ``(git mode, blob id)`` of every file in ``tree``."""
         if tree not in self._listings:
             files: dict[str, tuple[str, str]] = {}
-            for entry in split_z(self.git.run(["ls-tree", "-r", "-z", "--full-tree", tree])):
-                meta, _, raw = entry.partition(b"\t")
-                mode, _, oid = meta.decode().split(" ")
-                files[os.fsdecode(raw)] = (mode, oid)
+            out = self.git.run(["ls-tree", "-r", "-z", "--full-tree", tree])
+            for entry in out.decode("utf-8", "surrogateescape").split("\0"):
+                if entry:  # "<mode> blob <oid>\t<path>"
+                    files[entry[entry.index("\t") + 1:]] = (entry[:6], entry[entry.index(" ", 7) + 1:entry.index("\t")])
             if len(self._listings) > 16:
                 self._listings.pop(next(iter(self._listings)))
             self._listings[tree] = files
