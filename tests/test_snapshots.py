@@ -360,3 +360,28 @@ def test_amos_data_inside_the_workspace_is_never_snapshotted(tmp_path, monkeypat
     (ws / ".amos" / "data" / "sessions" / "x.json").write_text("{}")
     snap = repo.snapshot("s")
     assert snap.files == 1 and repo.changed(snap, None) == []
+
+
+def test_a_linked_worktree_git_file_and_odd_names_are_handled(tmp_path):
+    main = tmp_path / "main"
+    main.mkdir()
+    _git(main, "init", "-q")
+    (main / "a.txt").write_text("a")
+    _git(main, "add", "a.txt")
+    _git(main, "commit", "-qm", "a")
+    ws = tmp_path / "linked"
+    _git(main, "worktree", "add", "-q", str(ws))
+    assert (ws / ".git").is_file()
+    odd = os.fsdecode(b"caf\xe9 [1]*.txt")  # not UTF-8, and glob characters
+    (ws / odd).write_bytes(b"odd")
+    repo = ShadowRepo(tmp_path / "snap" / "git", ws)
+    before = repo.snapshot("s", include=[".env"])
+    assert before.files == 2  # a.txt and the odd name; never the .git file
+    os.unlink(ws / odd)
+    (ws / ".env").write_text("created by the agent while ignored")
+    (ws / ".gitignore").write_text(".env\n")
+    after = repo.snapshot("t")
+    result = repo.revert(repo.agent_changes([(before.id, after.id)]))
+    assert sorted(result.restored) == [".env", ".gitignore", odd]
+    assert (ws / odd).read_bytes() == b"odd" and not (ws / ".env").exists()
+    assert (ws / ".git").is_file()

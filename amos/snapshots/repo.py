@@ -220,9 +220,20 @@ class ShadowRepo:
             self.warnings += pending
             return self._take(message, include, pending, restore)
 
+    def _watched(self, include: Sequence[str]) -> list[str]:
+        """``include`` plus the paths the last snapshot was asked to include but did not find.
+
+        A write tool's path is included before the write; if the file did not exist yet,
+        it stays watched until it does (and is then kept by the index like any file), so
+        an ignored file the agent creates is in the snapshot after the step.
+        """
+        head = self._head()
+        carried = self._reader.commit(head)[3].absent if head else []
+        return list(dict.fromkeys((*include, *carried)))
+
     def _take(self, message: str, include: list[str], pending: list[str], restore: bool) -> Snapshot:
         self._sync_excludes()
-        cap = self._scanner().run(include, restore=restore, defer_tree=True)
+        cap = self._scanner().run(self._watched(include), restore=restore, defer_tree=True)
         notes = list(pending)
         if cap.exceeded:
             note = (f"snapshots: the workspace holds over {_size_text(self.max_workspace_bytes)} of files "
@@ -279,7 +290,7 @@ class ShadowRepo:
             sb = self._reader.load(self._reader.resolve(b))
             return sa, sb, sb.id
         self._sync_excludes()
-        cap = self._scanner().run(())
+        cap = self._scanner().run(self._watched(()))
         return sa, State(None, cap.tree, cap.manifest, self._reader.listing(cap.tree)), self._head()
 
     def changed(self, a: SnapshotRef, b: SnapshotRef | None = None) -> list[FileChange]:
