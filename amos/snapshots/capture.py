@@ -209,13 +209,14 @@ class Scanner:
         force_remove: list[str] = []
         update: list[str] = []
         absent: list[str] = []
-        kept: dict[str, os.stat_result] = {}
-        signatures: dict[str, int] = {}
+        signatures: dict[str, int] = {}  # the files kept, with their st_ctime_ns
         file_bits: dict[str, int] = {}
         parents: set[str] = set()
         skipped = self.skipped
         max_file = self.max_file_bytes
-        regular, link, folder = stat.S_IFREG, stat.S_IFLNK, stat.S_IFDIR
+        regular, link = stat.S_IFREG, stat.S_IFLNK
+        previous = cache.get if cache is not None else None
+        kept_bytes = 0
         for path in index:
             st = stats[path]
             if st is None:
@@ -225,30 +226,29 @@ class Scanner:
                     update.append(path)  # deleted: --remove drops it
                 continue
             signature = st.st_ctime_ns  # every write, chmod and rename sets it
-            if path in changed or (cache is not None and cache.get(path) != signature):
-                if self._beyond_link(path):
-                    force_remove.append(path)
-                    continue
-                update.append(path)
             mode = st.st_mode
             kind = mode & 0o170000
             if kind == regular and st.st_size <= max_file:
                 file_bits[path] = mode & 0o7777
             elif kind != link:
-                if path in update:
-                    update.remove(path)
                 force_remove.append(path)
-                if kind != folder:  # a folder in the file's place is just a deletion
+                if kind != stat.S_IFDIR:  # a folder in the file's place is just a deletion
                     skipped[path] = self._skip_reason(path, st)
                 continue
-            kept[path] = st
+            if (path in changed if previous is None else previous(path) != signature):
+                if self._beyond_link(path):
+                    force_remove.append(path)
+                    file_bits.pop(path, None)
+                    continue
+                update.append(path)
             signatures[path] = signature
+            kept_bytes += st.st_size
             cut = path.rfind("/")
             if cut > 0:
                 parents.add(path[:cut])
         fresh: dict[str, os.stat_result] = {}
         for path in dict.fromkeys((*new, *include)):
-            if path in kept:
+            if path in signatures:
                 continue
             st = stats.get(path)
             if st is None:
@@ -265,15 +265,15 @@ class Scanner:
                 continue
             fresh[path] = st
         include_set = set(include)
-        total = sum(st.st_size for st in kept.values()) + sum(st.st_size for st in fresh.values())
+        total = kept_bytes + sum(st.st_size for st in fresh.values())
         exceeded = total > self.max_workspace_bytes
         left_out = 0
         if exceeded:
             left_out = len(fresh)
             fresh = {p: st for p, st in fresh.items() if p in include_set}
             left_out -= len(fresh)
-            total = sum(st.st_size for st in kept.values()) + sum(st.st_size for st in fresh.values())
-        included = [p for p in wanted if p in fresh or p in kept]
+            total = kept_bytes + sum(st.st_size for st in fresh.values())
+        included = [p for p in wanted if p in fresh or p in signatures]
         update += list(fresh)
         if force_remove:
             git.run(["update-index", "--force-remove", "-z", "--stdin"],
@@ -293,7 +293,6 @@ class Scanner:
             else:
                 tree = self.tree  # nothing changed in the index since the last capture
         for path, st in fresh.items():
-            kept[path] = st
             signatures[path] = st.st_ctime_ns
             if st.st_mode & 0o170000 == regular:
                 file_bits[path] = st.st_mode & 0o7777
@@ -302,7 +301,7 @@ class Scanner:
                 parents.add(path[:cut])
         self.cache = signatures
         try:
-            capture = self._finish(tree, len(kept), file_bits, parents, fileless, included, absent,
+            capture = self._finish(tree, len(signatures), file_bits, parents, fileless, included, absent,
                                    exceeded, total)
         finally:
             if writing is not None:

@@ -85,6 +85,11 @@ def clean_env(git_dir: Path, work_tree: Path) -> dict[str, str]:
         "GIT_AUTHOR_EMAIL": AUTHOR[1],
         "GIT_COMMITTER_NAME": AUTHOR[0],
         "GIT_COMMITTER_EMAIL": AUTHOR[1],
+        # glibc: keep freed memory instead of shrinking the heap after every file (git
+        # allocates and frees a zlib stream per blob): a first snapshot of 10,000 files
+        # spent more system time in brk() than in reading them. Ignored elsewhere.
+        "MALLOC_TRIM_THRESHOLD_": str(256 << 20),
+        "MALLOC_TOP_PAD_": str(16 << 20),
     }
     if "SYSTEMROOT" in os.environ:  # Windows needs it to start any process
         env["SYSTEMROOT"] = os.environ["SYSTEMROOT"]
