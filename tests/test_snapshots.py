@@ -154,7 +154,7 @@ def test_ignore_rules_of_the_workspace_and_the_user_are_respected(tmp_path, ws, 
     (ws / ".gitignore").write_text("*.log\nbuild/\n")
     for name in ("keep.py", "debug.log", "x.global", "build/out.o", "local-only/notes.md", ".env.log"):
         (ws / name).parent.mkdir(parents=True, exist_ok=True)
-        (ws / name).write_text(name)
+        (ws / name).write_bytes(os.fsencode(name))
     repo = ShadowRepo(tmp_path / "snap" / "git", ws)
 
     first = repo.snapshot("first")
@@ -385,3 +385,37 @@ def test_a_linked_worktree_git_file_and_odd_names_are_handled(tmp_path):
     assert sorted(result.restored) == [".env", ".gitignore", odd]
     assert (ws / odd).read_bytes() == b"odd" and not (ws / ".env").exists()
     assert (ws / ".git").is_file()
+
+
+def test_a_first_snapshot_of_many_files_is_exact_too(repo, ws):
+    for i in range(80):  # past capture.BULK_FILES: one pack, trees written by fast-import
+        (ws / "many" / f"d{i % 7}").mkdir(parents=True, exist_ok=True)
+        (ws / "many" / f"d{i % 7}" / f"f{i}").write_text(f"file {i}\n")
+    for name in ('quote"and\\back', "new\nline", "tab\there", os.fsdecode(b"\xff\xfe")):
+        (ws / name).write_bytes(os.fsencode(name))
+    (ws / "run").write_text("#!/bin/sh\n")
+    os.chmod(ws / "run", 0o755)
+    os.symlink("run", ws / "link")
+    expected = _state(ws)
+    first = repo.snapshot("first")
+    assert first.files == 86 and repo.changed(first, None) == []
+    for child in ws.iterdir():
+        shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+    result = repo.restore(first, [p for p, _ in repo.changed(first, None)])
+    assert result.failed == () and _state(ws) == expected
+
+
+def test_agent_changes_say_when_something_else_changed_a_file_between_steps(repo, ws):
+    (ws / "a").write_text("0")
+    s1 = repo.snapshot("before 1")
+    (ws / "a").write_text("agent 1")
+    s2 = repo.snapshot("after 1")
+    (ws / "a").write_text("user in between")
+    s3 = repo.snapshot("before 2")
+    (ws / "a").write_text("agent 2")
+    (ws / "b").write_text("agent 2 made it")
+    s4 = repo.snapshot("after 2")
+    changes = repo.agent_changes([(s1.id, s2.id), (s3.id, s4.id)])
+    assert [(c.path, c.change, c.before, c.after, c.outside) for c in changes] == [
+        ("a", "modified", s1.id, s4.id, True), ("b", "added", s3.id, s4.id, False)]
+    assert [c.path for c in repo.agent_changes([(s3.id, s4.id)])] == ["a", "b"]

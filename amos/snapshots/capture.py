@@ -2,13 +2,15 @@
 
 How it stays fast (issue 20, "Incremental snapshots must be fast"): the shadow index is the
 cache. ``git ls-files -t -c -o --directory --exclude-standard`` lists the tracked files and
-walks the workspace once for new ones (applying every ignore rule); one Python ``lstat``
-pass over every file gives the exact permission bits and sizes git does not keep and,
-compared with the stat signatures the previous capture in this process saw, the changed and
-deleted files (the first capture of a process asks git, ``-m -d``, instead). Only those
-are checked for size and handed to ``git update-index --stdin``; ``git write-tree`` then
-rewrites only the trees that changed. A first snapshot of many files streams their content into one pack
-(``core.bigFileThreshold=1`` for that command) instead of one loose object file each.
+walks the workspace once for new ones (applying every ignore rule), while one Python
+``lstat`` pass over every tracked file runs beside it. That pass gives the exact permission
+bits and sizes git does not keep and, compared with the ctimes the previous capture in this
+process saw, the changed and deleted files (the first capture of a process asks git, with
+``-m -d``, instead). Only those are checked for size and handed to ``git update-index
+--stdin``; ``git write-tree`` then rewrites only the trees that changed. A snapshot of many
+new files streams their content into one pack (``core.bigFileThreshold=1``,
+``core.compression=1`` for that command) and writes its trees and commit into another
+(``git fast-import``), instead of one loose object file per file and folder.
 """
 
 from __future__ import annotations
@@ -85,14 +87,9 @@ def ignored(git: Git, paths: list[str]) -> set[str]:
     paths = [p for p in paths if not beyond_link(root, p)]
     if not paths:
         return set()
-    env_literal = git.env.pop("GIT_LITERAL_PATHSPECS", None)  # check-ignore refuses the magic
-    try:
-        data = b"".join(os.fsencode("./" + p) + b"\0" for p in paths)
-        out = split_z(git.run(["check-ignore", "--no-index", "-z", "--stdin", "-v", "-n"],
-                              input=data, ok=(0, 1)))
-    finally:
-        if env_literal is not None:
-            git.env["GIT_LITERAL_PATHSPECS"] = env_literal
+    data = b"".join(os.fsencode("./" + p) + b"\0" for p in paths)  # "./": a leading ":" is no magic
+    out = split_z(git.run(["check-ignore", "--no-index", "-z", "--stdin", "-v", "-n"], input=data,
+                          ok=(0, 1), literal=False))  # check-ignore refuses GIT_LITERAL_PATHSPECS
     found = set()
     for i in range(0, len(out) - 3, 4):
         pattern = out[i + 2]
@@ -111,8 +108,13 @@ class Scanner:
         max_workspace_bytes: past this total, files not yet in the index are left out.
         refresh: also refresh the stat data of every index entry (``update-index
             --refresh``), so files only touched, or written in the same second as the
-            index, stop being re-read by every later snapshot. Costs one pass over all
-            files in git; the repository asks for it now and then.
+            index, are not re-read by git later. The repository asks for it with the
+            first capture of each process.
+        cache: path -> ``st_ctime_ns`` of every file the previous capture in this
+            process kept (None: no previous capture). ctime changes with every write,
+            chmod and rename, so comparing it finds the changed files without a second
+            pass over them in git; :attr:`cache` holds the new one afterwards.
+        tree: the tree the index held after that capture (reused when nothing changed).
     """
 
     def __init__(self, git: Git, work_tree: Path, max_file_bytes: int, max_workspace_bytes: int, *,

@@ -144,7 +144,7 @@ class Git:
         return [self.exe, *flags, *args]
 
     def run(self, args: Sequence[str], *, input: bytes | None = None, ok: Sequence[int] = (0,),
-            extra_config: Sequence[tuple[str, str]] = ()) -> bytes:
+            extra_config: Sequence[tuple[str, str]] = (), literal: bool = True) -> bytes:
         """Run ``git args`` in the work tree; return its stdout.
 
         Args:
@@ -152,12 +152,14 @@ class Git:
             input: bytes for stdin (None: no stdin).
             ok: exit codes that count as success.
             extra_config: more ``-c key=value`` settings for this command only.
+            literal: pathspecs are literal paths (``GIT_LITERAL_PATHSPECS=1``).
 
         Raises:
             SnapshotError: ``git_failed`` with git's first error line.
         """
+        env = self.env if literal else {k: v for k, v in self.env.items() if k != "GIT_LITERAL_PATHSPECS"}
         proc = subprocess.run(
-            self.argv(args, extra_config), input=input, capture_output=True, env=self.env,
+            self.argv(args, extra_config), input=input, capture_output=True, env=env,
             cwd=self.work_tree, pass_fds=self.pass_fds,
             stdin=subprocess.DEVNULL if input is None else None,
         )
