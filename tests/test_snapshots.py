@@ -286,6 +286,9 @@ def test_diff_is_unified_plain_or_colored(repo, ws):
     assert "--- a/a.txt\n+++ b/a.txt\n" in text and "-one\n+two\n" in text and "\x1b[" not in text
     assert "\x1b[" in repo.diff(first, color=True)
     assert "1 file changed" in repo.diff(first, stat=True)
+    (ws / "b.txt").write_text("other\n")
+    assert "b.txt" in repo.diff(first) and "b.txt" not in repo.diff(first, paths=["a.txt"])
+    assert "a.txt" in repo.diff(first, paths=["a.txt"]) and repo.diff(first, paths=[]) == ""
 
 
 def test_the_users_git_environment_and_config_never_reach_the_shadow_repository(tmp_path, ws, monkeypatch):

@@ -310,7 +310,7 @@ class ShadowRepo:
             return compare(self._reader, sa, sb, until=until)
 
     def diff(self, a: SnapshotRef, b: SnapshotRef | None = None, *, stat: bool = False,
-             color: bool = False) -> str:
+             color: bool = False, paths: Sequence[str] | None = None) -> str:
         """A unified diff from ``a`` to ``b`` (None: the workspace now), as ``git diff`` prints it.
 
         What git cannot show (exact permission bits, empty folders, files too large to
@@ -319,16 +319,23 @@ class ShadowRepo:
         Args:
             stat: a ``--stat`` summary instead of the full diff.
             color: ANSI colors (for a terminal); plain otherwise.
+            paths: only these paths (e.g. the files the agent changed); None: all.
         """
+        only = None if paths is None else [self._rel(p) for p in paths]
         with self._op(write=b is None):
             sa, sb, until = self._states(a, b)
             args = ["diff", "--no-ext-diff", "--no-textconv", "--no-renames",
                     "--color=always" if color else "--no-color"]
             if stat:
                 args.append("--stat")
-            text = self._git.run([*args, sa.tree, sb.tree]).decode("utf-8", errors="replace")
+            if only is not None and not only:
+                return ""
+            pathspec = ["--", *only] if only is not None else []
+            text = self._git.run([*args, sa.tree, sb.tree, *pathspec]).decode("utf-8", errors="replace")
             notes = []
             for path, change in compare(self._reader, sa, sb, until=until):
+                if only is not None and path not in only:
+                    continue
                 if path.endswith("/"):
                     notes.append(f"# folder {change}: {path}" if change != "mode" else
                                  f"# mode {sa.manifest.folder_perms(path):04o} -> "
