@@ -33,6 +33,7 @@ from amos.config_models import (
     AnthropicProviderConfig,
     ApprovalsConfig,
     BaseUrl,
+    CheckpointsConfig,
     CompletionConfig,
     ConfigPath,
     ContextConfig,
@@ -621,8 +622,8 @@ __all__ = [
     "RunConfig", "ContextConfig", "CompletionConfig", "ProgressConfig", "LoopPolicyConfig",
     "DoomLoopLadderConfig", "DoomLoopTextConfig", "DoomLoopEscalationConfig", "DoomLoopConfig",
     "EvidenceScopeConfig", "EvidenceConfig", "TaskStateConfig", "SessionsConfig", "UiConfig",
-    "AmosConfig", "McpServerConfig", "McpServerName", "McpToolConfig", "PermissionRule", "PermissionsConfig",
-    "SandboxPath", "SandboxConfig", "default_config", "config_to_json",
+    "AmosConfig", "CheckpointsConfig", "McpServerConfig", "McpServerName", "McpToolConfig", "PermissionRule",
+    "PermissionsConfig", "SandboxPath", "SandboxConfig", "default_config", "config_to_json",
     # defined here
     "format_validation_error", "validate_config_file", "LoadedConfig", "load_config",
     "read_trusted_projects", "trust_project", "record_trust", "trust_state", "mask_secrets",

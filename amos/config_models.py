@@ -525,6 +525,17 @@ class SessionsConfig(_Model):
     """Checkpoints kept per session."""
 
 
+class CheckpointsConfig(_Model):
+    """Workspace snapshots taken with each checkpoint (issue 20: /undo, /rewind, /diff)."""
+
+    files: bool = True
+    """Snapshot the workspace's files in a shadow git repository (needs the git program)."""
+    max_file_bytes: PosInt = 10 * 1024 * 1024
+    """Files larger than this are left out of snapshots (and listed as skipped), bytes."""
+    max_workspace_bytes: PosInt = 500 * 1024 * 1024
+    """Most file content one snapshot holds; past it new files are left out, bytes."""
+
+
 class UiConfig(_Model):
     """The TUI."""
 
@@ -680,6 +691,8 @@ class AmosConfig(_Model):
     """Task-state notebook."""
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
     """Session store."""
+    checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
+    """Workspace file snapshots."""
     ui: UiConfig = Field(default_factory=UiConfig)
     """TUI settings."""
     mcp_servers: dict[McpServerName, McpServerConfig] = Field(default_factory=dict, alias="mcpServers")

@@ -110,3 +110,17 @@ class SandboxError(AmosError):
     def __init__(self, code: str, message: str):
         self.code = code
         super().__init__(message)
+
+
+class SnapshotError(AmosError):
+    """Workspace snapshots (issue 20) cannot be taken, read or restored.
+
+    Attributes:
+        code: ``git_missing``, ``git_too_old``, ``git_failed``, ``bad_path``,
+            ``not_found`` (no such snapshot), ``busy`` (another amos holds the shadow
+            repository), ``other_workspace`` (the repository belongs to another folder).
+    """
+
+    def __init__(self, code: str, message: str):
+        self.code = code
+        super().__init__(message)

@@ -87,6 +87,16 @@ def evidence_dir(config: AmosConfig | None = None) -> Path:
     return data_dir() / "evidence"
 
 
+def snapshots_dir(session_id: str) -> Path:
+    """One session's workspace snapshots (issue 20): ``<data>/snapshots/<session>``.
+
+    It holds ``git/`` (the shadow git repository), ``lock`` and, after a repair,
+    ``git.broken/``. Under the data folder, not the session store, so snapshots exist
+    under ``--no-save`` too; the caller checks ``session_id`` is a valid id.
+    """
+    return data_dir() / "snapshots" / session_id
+
+
 def log_dir() -> Path:
     """Where ``--verbose`` / ``AMOS_LOG=debug`` writes debug logs: ``<data>/logs``."""
     return data_dir() / "logs"
