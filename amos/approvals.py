@@ -121,6 +121,30 @@ def apply_decisions(
             held.decision = "approve"
 
 
+def decide_confirmation(pending: PendingApproval, session_id: str, approve: Iterable[str],
+                        deny: Mapping[str, str | None] | None, confirm: bool, reject: str | None, *, by: str) -> None:
+    """Record a person's answer to a completion claim (``amos resume --confirm`` /
+    ``--reject REASON``), in place.
+
+    Raises:
+        SessionError: ``bad_decision`` when the pause holds tool calls instead (or the
+            other way round), or both answers are given.
+    """
+    if pending.confirmation is None:
+        raise SessionError("bad_decision", f"session {session_id} waits for decisions on held tool calls, not for a "
+                           "completion confirmation: use --approve / --deny / --all")
+    if list(approve) or deny:
+        raise SessionError("bad_decision", f"session {session_id} waits for a person to confirm the work is done, "
+                           "not for tool calls: use --confirm or --reject REASON")
+    if confirm and reject is not None:
+        raise SessionError("bad_decision", "--confirm and --reject exclude each other")
+    if confirm:
+        pending.confirmation.decision, pending.confirmation.by = "confirm", by
+    elif reject is not None:
+        pending.confirmation.decision, pending.confirmation.by = "reject", by
+        pending.confirmation.reason = reject or "rejected"
+
+
 def pending_infos(pending: PendingApproval | None, session_id: str) -> list[ApprovalInfo]:
     """The undecided held calls (or the confirmation a person owes) as receipt
     ``pending_approvals`` entries, in order."""

@@ -52,7 +52,9 @@ ScriptOpt = Annotated[Path | None, typer.Option("--script", help="Shorthand for 
 WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace", help="Root the file tools are confined to.")]
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Resume this session (id or name).")]
 MaxStepsOpt = Annotated[int | None, typer.Option("--max-steps", min=1, help="Step cap (model calls) for this run.")]
-VerifyOpt = Annotated[str | None, typer.Option("--verify", help="Completion check: complete only when CMD exits 0.")]
+VerifyOpt = Annotated[str | None, typer.Option("--verify", help="Completion check: complete only when CMD exits 0 "
+                                                                "('human': a person confirms). Remembered by the session.")]
+NoVerifyOpt = Annotated[bool, typer.Option("--no-verify", help="Forget the completion check the session remembers.")]
 YesOpt = Annotated[bool, typer.Option("--yes", help="Approve every call that would ask (never overrides deny).")]
 NoSaveOpt = Annotated[bool, typer.Option("--no-save", help="Do not write the session.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
@@ -77,6 +79,7 @@ def main_callback(
     session: SessionOpt = None,
     max_steps: MaxStepsOpt = None,
     verify: VerifyOpt = None,
+    no_verify: NoVerifyOpt = False,
     yes: YesOpt = False,
     no_save: NoSaveOpt = False,
     verbose: VerboseOpt = False,
@@ -87,7 +90,8 @@ def main_callback(
     from amos.cli_flags import RunFlags
 
     flags = RunFlags(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
-                     session=session, max_steps=max_steps, verify=verify, yes=yes, no_save=no_save, verbose=verbose)
+                     session=session, max_steps=max_steps, verify=verify, no_verify=no_verify, yes=yes, no_save=no_save,
+                     verbose=verbose)
     if ctx.invoked_subcommand is not None:
         given = flags.given()
         if given:
@@ -122,6 +126,7 @@ def run_command(
     session: SessionOpt = None,
     max_steps: MaxStepsOpt = None,
     verify: VerifyOpt = None,
+    no_verify: NoVerifyOpt = False,
     yes: YesOpt = False,
     no_save: NoSaveOpt = False,
     json_out: JsonOpt = False,
@@ -147,7 +152,8 @@ def run_command(
     from amos.cli_run import cli_run
 
     flags = RunFlags(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
-                     session=session, max_steps=max_steps, verify=verify, yes=yes, no_save=no_save, verbose=verbose)
+                     session=session, max_steps=max_steps, verify=verify, no_verify=no_verify, yes=yes, no_save=no_save,
+                     verbose=verbose)
     raise typer.Exit(cli_run(prompt=prompt, demo=demo, flags=flags, json_out=json_out, quiet=quiet))
 
 
@@ -158,6 +164,10 @@ def resume_command(
     deny: Annotated[list[str] | None, typer.Option("--deny", metavar="CALL_ID", help="Deny a held call (repeatable).")] = None,
     reason: Annotated[str | None, typer.Option("--reason", help="Reason given to the model for --deny.")] = None,
     approve_all: Annotated[bool, typer.Option("--all", help="Approve every pending call.")] = False,
+    confirm: Annotated[bool, typer.Option("--confirm", help="Confirm a completion claim a person must check "
+                                          "(completion.human; --yes and --all never do).")] = False,
+    reject: Annotated[str | None, typer.Option("--reject", metavar="REASON",
+                                               help="Reject that claim; REASON goes to the model.")] = None,
     config: ConfigOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -165,13 +175,14 @@ def resume_command(
     workspace: WorkspaceOpt = None,
     max_steps: MaxStepsOpt = None,
     verify: VerifyOpt = None,
+    no_verify: NoVerifyOpt = False,
     yes: YesOpt = False,
     no_save: NoSaveOpt = False,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Continue a session that stopped WAITING on approvals.
+    """Continue a session that stopped WAITING on approvals or on a person's confirmation.
 
     Every pending call must be decided (--approve / --deny / --all); until then the
     session stays WAITING without a model call. Then the held calls run in their
@@ -183,14 +194,18 @@ def resume_command(
       amos resume 20261130-101500-ab12cd --approve call_2_0
       amos resume my-session --deny call_2_0 --reason "do not touch setup.py"
       amos resume latest --all --json
+      amos resume latest --confirm                      # a person checked the work (completion.human)
+      amos resume latest --reject "the report has no totals"
     """
     from amos.cli_flags import RunFlags
     from amos.cli_run import cli_resume
 
     flags = RunFlags(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
-                     max_steps=max_steps, verify=verify, yes=yes, no_save=no_save, verbose=verbose)
+                     max_steps=max_steps, verify=verify, no_verify=no_verify, yes=yes, no_save=no_save,
+                     verbose=verbose)
     raise typer.Exit(cli_resume(session_id=session_id, approve=approve or [], deny=deny or [], reason=reason,
-                                approve_all=approve_all, flags=flags, json_out=json_out, quiet=quiet))
+                                approve_all=approve_all, confirm=confirm, reject=reject, flags=flags,
+                                json_out=json_out, quiet=quiet))
 
 
 def main() -> None:

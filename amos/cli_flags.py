@@ -26,6 +26,7 @@ class RunFlags:
     session: str | None = None
     max_steps: int | None = None
     verify: str | None = None
+    no_verify: bool = False
     yes: bool = False
     no_save: bool = False
     verbose: bool = False
@@ -48,5 +49,6 @@ class RunFlags:
             model = f"scripted:{self.script}"
         return RunOptions(config_path=self.config, model=model, base_url=self.base_url, workspace=self.workspace,
                           session=session or self.session, max_steps=self.max_steps, verify=self.verify,
+                          no_verify=self.no_verify,
                           yes=self.yes, no_save=self.no_save, demo=demo, interactive=interactive,
                           require_model=require_model, cwd=Path.cwd())

@@ -27,7 +27,15 @@ from amos.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from amos.render import held_call_lines, status_glyph, summary_line
+from amos.render import (
+    check_line,
+    confirmation_lines,
+    failing_output,
+    held_call_lines,
+    status_glyph,
+    summary_line,
+)
+from amos.safe_text import printable
 
 log = logging.getLogger("amos")
 
@@ -123,9 +131,10 @@ class Renderer:
             self._line(f"  ? approval needed: {event.summary}")
 
     def finish(self, finished: RunFinished, session_id: str, signal_name: str | None,
-               held: list | None = None) -> None:
+               held: list | None = None, claim: str | None = None) -> None:
         """Print the final answer or JSON document, and the stop summary (``held``: the
-        host's held calls, for the resume hint)."""
+        host's held calls, for the resume hint; ``claim``: a completion claim waiting
+        for a person)."""
         if self.json_out:
             doc = {
                 "session_id": session_id,
@@ -147,7 +156,18 @@ class Renderer:
             self.out.flush()
         if not self.quiet:
             self.err.write(summary_line(finished.receipt) + "\n")
-            if finished.receipt.pending_approvals:
+            check = check_line(finished.receipt)
+            if check:
+                self.err.write(f"  {printable(check)}\n")
+            output = failing_output(finished.receipt)
+            if output:
+                self.err.write("  the check's output ended with:\n")
+                for line in output.splitlines():
+                    self.err.write(f"    | {printable(line)}\n")
+            if finished.receipt.reason == "confirmation_pending":
+                for line in confirmation_lines(session_id, claim):
+                    self.err.write(printable(line) + "\n")
+            elif finished.receipt.pending_approvals:
                 for line in held_call_lines(session_id, held or []):
                     self.err.write(line + "\n")
             self.err.write(f"  session {session_id}" + (f" ({finished.session_path})" if finished.session_path
@@ -200,7 +220,7 @@ def _render_run(runner: Any, events: Any, json_out: bool, quiet: bool) -> int:
     if finished is None:
         print("amos: the run ended without a stop receipt", file=sys.stderr)
         return 8
-    renderer.finish(finished, runner.session_id, sig, runner.held_calls())
+    renderer.finish(finished, runner.session_id, sig, runner.held_calls(), runner.pending_claim())
     return _exit_for(finished, sig)
 
 
@@ -300,14 +320,15 @@ def _cli_run(*, prompt: str | None, demo: bool, flags: RunFlags, json_out: bool,
 
 
 def cli_resume(*, session_id: str, approve: list[str], deny: list[str], reason: str | None, approve_all: bool,
-               flags: RunFlags, json_out: bool, quiet: bool) -> int:
-    """``amos resume``: decide held calls and continue; returns the exit code."""
+               flags: RunFlags, json_out: bool, quiet: bool, confirm: bool = False, reject: str | None = None) -> int:
+    """``amos resume``: decide held calls (or a completion claim) and continue; returns the exit code."""
     return _guarded(_cli_resume, session_id=session_id, approve=approve, deny=deny, reason=reason,
-                    approve_all=approve_all, flags=flags, json_out=json_out, quiet=quiet)
+                    approve_all=approve_all, confirm=confirm, reject=reject, flags=flags, json_out=json_out,
+                    quiet=quiet)
 
 
 def _cli_resume(*, session_id: str, approve: list[str], deny: list[str], reason: str | None, approve_all: bool,
-                flags: RunFlags, json_out: bool, quiet: bool) -> int:
+                confirm: bool, reject: str | None, flags: RunFlags, json_out: bool, quiet: bool) -> int:
     setup_logging(flags.verbose)
     both = set(approve) & set(deny)
     if both:
@@ -318,7 +339,8 @@ def _cli_resume(*, session_id: str, approve: list[str], deny: list[str], reason:
     try:
         for warning in opened.warnings:
             print(f"amos: warning: {warning}", file=sys.stderr)
-        events = runner.resume(approve=approve, deny={c: reason for c in deny}, approve_all=approve_all or flags.yes)
+        events = runner.resume(approve=approve, deny={c: reason for c in deny}, approve_all=approve_all or flags.yes,
+                               confirm=confirm, reject=reject)
         return _render_run(runner, events, json_out, quiet)
     finally:
         runner.close()

@@ -14,7 +14,8 @@ from typing import Any
 from amos.verdicts import phase_for, verdict_glyph
 
 __all__ = ["STATUS_GLYPHS", "summary_line", "verdict_glyph", "phase_for", "checkpoint_rows_text",
-           "status_glyph", "held_call_lines", "arguments_preview"]
+           "status_glyph", "held_call_lines", "arguments_preview", "check_line", "failing_output", "token_counts",
+           "confirmation_lines"]
 
 STATUS_GLYPHS = {
     "running": "◌",
@@ -35,16 +36,52 @@ def status_glyph(status: str) -> str:
     return STATUS_GLYPHS.get(status, "?")
 
 
+def token_counts(usage: Any) -> str:
+    """``120+30`` input+output tokens; ``~120+~30`` when amos estimated them (the provider
+    reported no usage: issue 16 "Unknown usage is unknown")."""
+    about = "~" if getattr(usage, "estimated", False) else ""
+    return f"{about}{usage.input_tokens}+{about}{usage.output_tokens}"
+
+
 def summary_line(receipt: Any) -> str:
     """One line describing a stop receipt, e.g.
     ``✔ VERIFIED_COMPLETE (answer/completed) — 4 steps, 5 tool calls, 120+30 tokens. …``."""
-    u = receipt.usage
     steps = f"{receipt.steps} step" + ("" if receipt.steps == 1 else "s")
     calls = f"{receipt.tool_call_count} tool call" + ("" if receipt.tool_call_count == 1 else "s")
     return (
         f"{verdict_glyph(receipt.verdict)} {receipt.verdict} ({receipt.cause or 'none'}/{receipt.reason})"
-        f" — {steps}, {calls}, {u.input_tokens}+{u.output_tokens} tokens. {receipt.detail}"
+        f" — {steps}, {calls}, {token_counts(receipt.usage)} tokens. {receipt.detail}"
     )
+
+
+def check_line(receipt: Any) -> str | None:
+    """Which completion check decided the run and where it came from, e.g.
+    ``check: command `pytest -q` (flag) · baseline failed → passing`` (None: no check)."""
+    check = getattr(receipt, "check", None)
+    if check is None or check.source == "none":
+        return None
+    line = f"check: {check.summary} ({check.source})"
+    if check.route == "done_tool":
+        line += " · claimed with the done tool"
+    if check.baseline:
+        line += f" · baseline {check.baseline}"
+        completion = receipt.completion
+        if check.baseline == "failed" and completion is not None and completion.complete:
+            line += " → passing"
+        if check.baseline == "passed" and check.workspace_changed is False:
+            line += ", workspace unchanged"
+    if check.confirmed_by:
+        line += f" · confirmed by {check.confirmed_by}"
+    return line
+
+
+def failing_output(receipt: Any) -> str | None:
+    """The last lines (at most ~15) of a failing check's output, secrets already masked
+    by the host; None when the check passed or printed nothing."""
+    completion = getattr(receipt, "completion", None)
+    if completion is None or completion.complete is not False:
+        return None
+    return completion.output or None
 
 
 def checkpoint_rows_text(rows: Sequence[Any]) -> str:
@@ -73,3 +110,14 @@ def held_call_lines(session_id: str, held: Iterable[Any]) -> list[str]:
         ids = " ".join(f"--approve {h.call_id}" for h in waiting)
         lines.append(f"  resume with: amos resume {session_id} {ids}   (or --deny CALL_ID, --all)")
     return lines
+
+
+def confirmation_lines(session_id: str, claim: str | None) -> list[str]:
+    """What a person needs to answer a completion claim (``completion.human``)."""
+    lines = []
+    if claim:
+        first = claim.strip().splitlines()[0] if claim.strip() else ""
+        lines.append(f"  claim: {first[:200]}")
+    lines.append(f"  confirm with: amos resume {session_id} --confirm   (or --reject \"REASON\")")
+    return lines
+

@@ -119,7 +119,9 @@ def test_without_tool_choice_the_model_answers_text_and_no_usage(workspace):
     assert code == 0 and stop(out) == ("ANSWERED", "answer", "answer_returned")
     assert out["output_text"].startswith("The secret word:")
     assert out["tool_calls"] == []
-    assert out["usage"]["model_calls"] == 1 and out["usage"]["input_tokens"] == 0  # the stream had no usage
+    # the stream had no usage: the counts are amos's estimate, and say so (issue 16)
+    assert out["usage"]["model_calls"] == 1 and out["usage"]["estimated"] is True
+    assert out["usage"]["input_tokens"] > 0 and out["usage"]["output_tokens"] > 0
     body = server.requests[0].json
     assert body["stream"] is True and "tool_choice" not in body and len(body["tools"]) == 6
 

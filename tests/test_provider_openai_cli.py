@@ -153,7 +153,8 @@ def test_openai_compatible_run_without_key_ids_or_usage(monkeypatch, workspace, 
     assert (out["stop"]["verdict"], out["stop"]["cause"]) == ("ANSWERED", "answer")
     assert [(c["tool"], c["status"]) for c in out["tool_calls"]] == [("read_file", "succeeded"),
                                                                      ("list_dir", "succeeded")]
-    assert out["usage"]["model_calls"] == 2 and out["usage"]["input_tokens"] == 0
+    assert out["usage"]["model_calls"] == 2 and out["usage"]["estimated"] is True  # no usage: estimated
+    assert out["usage"]["input_tokens"] > 0
     assert all(bearer(r) == "Bearer not-needed" for r in server.requests)
     first, second = (r.json for r in server.requests)
     assert first["model"] == "llama3"

@@ -28,7 +28,7 @@ import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from amos.engine.masking import Masker
 from amos.engine.permissions import Approvals
@@ -41,7 +41,7 @@ from amos.engine.workspace_digest import WorkspaceDigest, digest_workspace
 from amos.events import ConfirmationRequested, Notice
 from amos.loop_guard import make_packet
 from amos.messages import Message
-from amos.policy.loop_policy import CompletionSpec, feedback_text
+from amos.policy.loop_policy import CompletionSpec, LoopPolicy, feedback_text
 from amos.policy.stop import CheckInForce, CompletionResult
 from amos.policy.verifiers import CheckerError, run_completion_checks
 from amos.sessions import ConfirmationRequest
@@ -123,11 +123,15 @@ class Completion:
         instructions: the task notebook (its snapshot is in the checker packet).
         approvals: where an interactive confirmation is answered.
         masker: secrets masked in check output.
+        config_completion: the config's ``loop_policy.completion`` (read afresh by
+            :meth:`remember` when the session forgets its check).
     """
 
     def __init__(self, settings: RunSettings, workspace: Path, env: Mapping[str, str], transcript: Transcript,
-                 instructions: Instructions, approvals: Approvals, masker: Masker):
+                 instructions: Instructions, approvals: Approvals, masker: Masker,
+                 config_completion: Any = None):
         self.settings = settings
+        self.config_completion = config_completion
         self.workspace = workspace
         self.env = env
         self.transcript = transcript
@@ -137,26 +141,50 @@ class Completion:
 
     # ------------------------------------------------------------------ the plan
 
-    def plan(self, gate: PolicyGate | None) -> CheckPlan:
-        """The checks in force for an execution (the loop policy's, else ``--verify``)."""
+    def plan(self, policy: LoopPolicy | None) -> CheckPlan:
+        """The checks in force for an execution under ``policy`` (the loop policy's
+        completion, else ``--verify`` / the remembered check alone)."""
         settings = self.settings
-        if gate is not None:
-            spec = gate.policy.completion
+        if policy is not None:
+            spec = policy.completion
             human = bool(spec and spec.human) or settings.human
             configured = bool(spec and spec.configured) or human
             source: Source = settings.verify_source if settings.verify or settings.human else (
                 "config" if configured else "none")
             return CheckPlan(spec=spec, human=human, done_tool=spec.done_tool if spec else None,
                              baseline=spec.baseline if spec else True, source=source,
-                             timeout_s=gate.policy.checker_timeout_s)
+                             timeout_s=policy.checker_timeout_s)
         spec = CompletionSpec(command=settings.verify, timeout_s=settings.verify_timeout_s) if settings.verify else None
         configured = spec is not None or settings.human
         return CheckPlan(spec=spec, human=settings.human, source=settings.verify_source if configured else "none")
 
+    def remember(self, command: str | None) -> None:
+        """The check the session remembers: ``command`` (``human``: a person confirms), or
+        None to forget it (the config's ``completion.command`` then applies).
+
+        Raises:
+            UsageError: a blank command.
+        """
+        from amos.engine.options import HUMAN_VERIFY
+        from amos.errors import UsageError
+
+        settings = self.settings
+        if command is not None:
+            command = self.masker.clean(command).strip()
+            if not command:
+                raise UsageError("/verify needs a command that exits 0 when the work is done, 'human', or 'off'")
+        completion = self.config_completion
+        configured = completion.command if completion is not None else None
+        settings.human = command == HUMAN_VERIFY
+        settings.verify = None if settings.human else (command or configured)
+        settings.verify_source = "session" if command else ("config" if configured else "none")
+        self.transcript.session.host.verify = command
+        self.transcript.fields("host")
+
     def check_view(self, plan: CheckPlan, run: RunState) -> CheckInForce:
         """The receipt's ``check``: which check decided, where it came from, how it began."""
         rec = run.record
-        return CheckInForce(summary=plan.summary(), source=plan.source if plan.configured else "none",
+        return CheckInForce(summary=self.masker.text(plan.summary()), source=plan.source if plan.configured else "none",
                             route=rec.claim_route, baseline=rec.baseline, workspace_changed=run.workspace_changed,
                             confirmed_by=rec.confirmed_by)
 
@@ -204,7 +232,7 @@ class Completion:
                                                else "no completion check is configured"))
             return True
         if plan.machine:
-            run.emit(Notice(text=f"completion check: running {plan.summary()}"))
+            run.emit(Notice(text=f"completion check: running {self.masker.text(plan.summary())}"))
             before = len(self.transcript.messages)
             try:
                 result = await self._run_checks(run, gate, plan)
@@ -223,8 +251,8 @@ class Completion:
                 if gate is not None:
                     return gate.apply(run, gate.guard.recover_completion(result))
                 run.stop("answer", "check_failed",
-                         f"the model {self._claimed(claim)} but the completion check {plan.summary()} failed "
-                         f"({result.reason})")
+                         f"the model {self._claimed(claim)} but the completion check "
+                         f"{self.masker.text(plan.summary())} failed ({result.reason})")
                 return True
         if plan.human:
             return await self._ask_person(run, gate, claim)
@@ -240,8 +268,8 @@ class Completion:
         run.emit(Notice(phase="complete", text="completion check passed: the host confirmed the work is done"))
         if rec.baseline == "passed" and changed is False:
             run.stop("answer", "check_already_passing",
-                     f"the completion check {plan.summary()} passes, but it already passed before this run and "
-                     "the workspace did not change: nothing shows this run did the work")
+                     f"the completion check {self.masker.text(plan.summary())} passes, but it already passed before "
+                     "this run and the workspace did not change: nothing shows this run did the work")
             return True
         how = " (failing → passing)" if rec.baseline == "failed" else ""
         run.stop("answer", "completed",

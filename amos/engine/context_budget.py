@@ -178,15 +178,23 @@ class ContextBudget:
             cost = None
         usage = usage.model_copy(update={"cost_usd": cost})
         session = self.transcript.session
-        if estimated and usage.input_tokens and purpose == "turn":
+        if estimated and usage.input_tokens and purpose == "turn" and not usage.estimated:
             self.estimator.observe(estimated, usage.input_tokens)
             session.estimator = self.estimator.to_state()
         row = {"at": utc_now(), "model": model_spec, "purpose": purpose, "estimated_input_tokens": estimated,
                **{name: getattr(usage, name) for name in Usage.TOKEN_FIELDS if name != "model_calls"},
                "cost_usd": cost}
+        if usage.estimated:
+            row["estimated"] = True
         session.model_calls = [*session.model_calls, row][-MAX_MODEL_CALL_ROWS:]
         self.transcript.model_call(row)
         return usage
+
+    def estimated_usage(self, input_tokens: int, reply: Message) -> Usage:
+        """The usage of a call whose provider reported none: the request's estimate and
+        the reply's, marked ``estimated`` (counts stay integers; budgets use them)."""
+        return Usage(input_tokens=max(0, int(input_tokens)), output_tokens=self._tokens_of(reply), model_calls=1,
+                     estimated=True)
 
     # ------------------------------------------------------------------ before a request
 

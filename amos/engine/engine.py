@@ -82,3 +82,27 @@ class Engine:
         """The loop policy the next execution uses (``--verify`` folded into ``completion``)."""
         policy = self.settings.loop_policy if self.policy_override is _UNSET else self.policy_override
         return policy.with_verify(self.settings.verify) if policy is not None else None
+
+    def override_policy(self, policy: Any) -> None:
+        """Use ``policy`` for later executions (``Host.set_loop_policy``; in memory only).
+
+        Raises:
+            ConfigError: the policy does not validate, or names tools it cannot.
+        """
+        from amos.errors import ConfigError
+        from amos.policy.loop_policy import coerce_policy
+
+        coerced = coerce_policy(policy)
+        if coerced is not None:
+            tools = self.tools
+            try:
+                coerced.check_tools({spec.name: tools.effect(spec.name) for spec in tools.specs()})
+            except ValueError as exc:
+                raise ConfigError(str(exc), json_path="loop_policy") from None
+            done = coerced.completion.done_tool if coerced.completion else None
+            if done and tools.get(done) is None:
+                raise ConfigError(f"done_tool {done!r} is not offered to the model in this session; set it in the "
+                                  "config file (loop_policy.completion.done_tool)",
+                                  json_path="loop_policy.completion.done_tool")
+        self.policy_override = coerced
+

@@ -11,29 +11,29 @@ nothing else of the engine, and render the values it returns (see
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from amos.approvals import apply_decisions, rekey_denials
+from amos.approvals import apply_decisions, decide_confirmation, rekey_denials
 from amos.checkpoints import CheckpointInfo
 from amos.config_models import UiConfig
 from amos.engine import reports
 from amos.engine.context_budget import CompactionResult
+from amos.engine.driver import RunDriver
 from amos.engine.engine import Engine
 from amos.engine.loop import TurnLoop
 from amos.engine.policy_gate import live_diagnostics
 from amos.engine.previews import FileDiff
-from amos.engine.state import END, RunState
+from amos.engine.state import RunState
 from amos.engine.views import HeldCallView, TaskNotesView
-from amos.errors import ConfigError, SessionError
+from amos.errors import SessionError
 from amos.events import RunEvent
 from amos.evidence.model import EvidenceReference
 from amos.messages import Message, ToolCallPart, Usage
-from amos.policy.loop_policy import LoopPolicy, coerce_policy
-from amos.policy.stop import LoopDiagnostics, StopReceipt
+from amos.policy.loop_policy import LoopPolicy
+from amos.policy.stop import CheckInForce, LoopDiagnostics, StopReceipt
 from amos.sessions import ExecutionRecord, Session, SessionSummary, utc_now
 
 
@@ -51,9 +51,7 @@ class Host:
     def __init__(self, engine: Engine, *, on_close: Iterable[Callable[[], None]] = ()):
         self.engine = engine
         self._on_close = list(on_close)
-        self._task: asyncio.Task | None = None
-        self._cancel_requested = False
-        self._live: TurnLoop | None = None
+        self._driver = RunDriver()
 
     # ------------------------------------------------------------------ what the host holds
 
@@ -127,7 +125,7 @@ class Host:
     @property
     def is_running(self) -> bool:
         """True while a run (or a compaction) is executing."""
-        return self._task is not None and not self._task.done()
+        return self._driver.busy
 
     @property
     def is_waiting(self) -> bool:
@@ -171,6 +169,11 @@ class Host:
     def held_calls(self) -> list[HeldCallView]:
         """The calls the session's approval pause holds, in order ([] when not waiting)."""
         return reports.held_calls(self.engine)
+
+    def pending_claim(self) -> str | None:
+        """The completion claim a person must confirm (``completion.human``), else None."""
+        pending = self.session.pending
+        return pending.confirmation.claim if pending is not None and pending.confirmation is not None else None
 
     def evidence_recent(self) -> list[dict[str, Any]]:
         """The session's latest evidence receipts (``{call_id, tool, id, status, stored}``),
@@ -254,16 +257,19 @@ class Host:
         prompt = self.engine.masker.clean(prompt)
         run = RunState(record=ExecutionRecord(execution_id=str(uuid.uuid4()), started_at=utc_now()))
         loop = TurnLoop(self.engine, run)
-        return self._drive(loop, lambda: loop.prompt(prompt))
+        return self._driver.drive(loop, lambda: loop.prompt(prompt))
 
     def resume(self, approve: Iterable[str] = (), deny: Mapping[str, str | None] | None = None,
-               approve_all: bool = False) -> AsyncIterator[RunEvent]:
-        """Decide held calls of a WAITING session and continue the same execution.
+               approve_all: bool = False, *, confirm: bool = False,
+               reject: str | None = None) -> AsyncIterator[RunEvent]:
+        """Decide held calls (or a completion claim) of a WAITING session and continue.
 
         Args:
             approve: call ids to approve.
             deny: call id → reason (or None) to deny.
-            approve_all: approve every pending call.
+            approve_all: approve every pending call (never a completion claim).
+            confirm: a person confirms the pending completion claim (``completion.human``).
+            reject: a person rejects it with this reason (sent to the model as feedback).
 
         Yields:
             ``RunEvent``s ending with ``RunFinished``. Until every pending call is
@@ -271,14 +277,20 @@ class Host:
             a model call.
 
         Raises:
-            SessionError: ``not_waiting`` (nothing to resume) or ``bad_decision``
-                (a call id that is not pending in this pause).
+            SessionError: ``not_waiting`` (nothing to resume), ``bad_decision`` (a call id
+                that is not pending in this pause, or a confirmation given for held calls
+                and the other way round).
         """
         self._ensure_idle()
         pending = self.session.pending
         if pending is None:
             raise SessionError("not_waiting", f"session {self.session_id} is not waiting for an approval")
         masker = self.engine.masker
+        if pending.confirmation is not None or confirm or reject is not None:
+            from amos.engine.completion import local_person
+
+            decide_confirmation(pending, self.session_id, approve, deny, confirm,
+                                masker.clean(reject) if reject is not None else None, by=local_person())
         deny = {call_id: masker.clean(reason) if reason else reason for call_id, reason in (deny or {}).items()}
         apply_decisions(pending, self.session_id, approve, deny, approve_all)
         record = pending.execution.model_copy(deep=True)
@@ -288,7 +300,17 @@ class Host:
         run = RunState(record=record, resumed=True, usage_at_start=record.usage.model_copy())
         preset = {h.call.call_id: (h.decision == "approve", h.reason) for h in pending.held if h.decision}
         loop = TurnLoop(self.engine, run, preset)
-        return self._drive(loop, lambda: loop.resume(pending))
+        return self._driver.drive(loop, lambda: loop.resume(pending))
+
+    def answer_confirmation(self, confirmed: bool, reason: str | None = None) -> None:
+        """Answer a ``ConfirmationRequested`` event (interactive front ends): confirm the
+        completion claim (VERIFIED_COMPLETE, naming who confirmed) or reject it (the
+        reason goes to the model as host feedback). Ignored when nothing waits."""
+        from amos.engine.completion import CONFIRMATION_ID
+
+        reason = self.engine.masker.clean(reason) if reason else reason
+        if self.engine.approvals.answer(CONFIRMATION_ID, confirmed, reason, False):
+            self.engine.transcript.approval(CONFIRMATION_ID, confirmed, reason, False)
 
     def answer_approval(self, call_id: str, approved: bool, reason: str | None = None,
                         remember: bool = False) -> None:
@@ -327,36 +349,10 @@ class Host:
 
     def cancel(self) -> None:
         """Stop the running model call and tools (or a compaction); a run ends ``user_abort``."""
-        if self.is_running and not self._cancel_requested:
-            self._cancel_requested = True
-            assert self._task is not None
-            self._task.cancel()
+        self._driver.cancel()
 
     def _ensure_idle(self) -> None:
-        if self.is_running:
-            raise SessionError("busy", "a run is already active in this session")
-
-    async def _drive(self, loop: TurnLoop, body: Callable[[], Awaitable[None]]) -> AsyncIterator[RunEvent]:
-        queue: asyncio.Queue = asyncio.Queue()
-        loop.run.queue = queue
-        self._cancel_requested = False
-        self._live = loop
-        self._task = asyncio.create_task(loop.execute(body))
-        try:
-            while True:
-                event = await queue.get()
-                if event is END:
-                    break
-                yield event
-        finally:
-            task = self._task
-            if task is not None and not task.done():
-                self.cancel()
-                try:
-                    await task
-                except BaseException:  # noqa: BLE001 - the run already recorded its stop
-                    pass
-            self._task = None
+        self._driver.ensure_idle()
 
     # ------------------------------------------------------------------ diagnostics and policy
 
@@ -367,7 +363,7 @@ class Host:
         ``recovering``); afterwards, the finished execution as saved with the session
         (spec/stop-receipts.md "Loop diagnostics"). None before any run.
         """
-        loop = self._live
+        loop = self._driver.live
         if loop is not None and self.is_running:
             doom = loop.doom.diagnostics() if loop.doom is not None else None
             return live_diagnostics(loop.run, loop.policy, doom, self.engine.transcript)
@@ -390,18 +386,33 @@ class Host:
                 tool that does not declare effect ``read``.
         """
         self._ensure_idle()
-        coerced = coerce_policy(policy)
-        if coerced is not None:
-            tools = self.engine.tools
-            try:
-                coerced.check_tools({spec.name: tools.effect(spec.name) for spec in tools.specs()})
-            except ValueError as exc:
-                raise ConfigError(str(exc), json_path="loop_policy") from None
-        self.engine.policy_override = coerced
+        self.engine.override_policy(policy)
 
     def loop_policy(self) -> LoopPolicy | None:
         """The loop policy the next execution uses (``--verify`` folded into ``completion``)."""
         return self.engine.loop_policy()
+
+    # ------------------------------------------------------------------ the completion check
+
+    def check_in_force(self) -> CheckInForce:
+        """Which completion check the next run uses and where it came from (``flag``:
+        this invocation's ``--verify``; ``session``: remembered or set with ``/verify``;
+        ``config``: ``loop_policy.completion``; ``none``)."""
+        plan = self.engine.completion.plan(self.engine.loop_policy())
+        return CheckInForce(summary=plan.summary(), source=plan.source if plan.configured else "none")
+
+    def set_verify(self, command: str | None) -> CheckInForce:
+        """Set (``/verify CMD``, ``--verify``) or clear (``/verify off``, ``--no-verify``) the
+        completion check this session remembers; ``human`` asks a person. The config's
+        ``completion.command`` still applies when none is remembered.
+
+        Raises:
+            SessionError: ``busy`` while a run is active.
+            UsageError: a blank command.
+        """
+        self._ensure_idle()
+        self.engine.completion.remember(command)
+        return self.check_in_force()
 
     # ------------------------------------------------------------------ context window
 
@@ -440,12 +451,8 @@ class Host:
         self._ensure_idle()
         if instructions:
             instructions = self.engine.masker.clean(instructions)
-        self._task = asyncio.current_task()  # a run or host edit is refused as busy meanwhile
-        self._cancel_requested = False
-        try:
+        with self._driver.holding():  # a run or host edit is refused as busy meanwhile
             return await self.engine.context.compact(instructions)
-        finally:
-            self._task = None
 
     # ------------------------------------------------------------------ task notes
 

@@ -69,7 +69,7 @@ class TurnLoop:
         self.permissions = PermissionGate(engine.settings, engine.approvals, engine.transcript, preset)
         self.doom = DoomGate(engine.doom_guard, engine.transcript) if engine.doom_guard is not None else None
         self.policy: PolicyGate | None = None
-        self.plan: CheckPlan = engine.completion.plan(None)
+        self.plan: CheckPlan = engine.completion.plan(None)  # until the loop policy is captured
         self.gates: list[Gate] = []
         self.round: ToolRound | None = None
         self._wire()
@@ -148,7 +148,7 @@ class TurnLoop:
                                              workspace=engine.workspace, env=engine.env)
         if self.policy is None:
             return False
-        self.plan = engine.completion.plan(self.policy)
+        self.plan = engine.completion.plan(self.policy.policy)
         self._wire()
         return True
 
@@ -267,9 +267,11 @@ class TurnLoop:
         if turn.finish is None:
             run.stop("provider_error", "bad_response", "the model stream ended without a finish reason")
             return None
-        run.record.usage.add(engine.context.record_call(reported_usage(turn.finish), run.turn_model, "turn",
-                                                        estimated))
-        transcript.append(assistant_message(turn))
+        message = assistant_message(turn)
+        usage = (reported_usage(turn.finish) if turn.finish.usage_reported
+                 else engine.context.estimated_usage(estimated, message))  # the provider said nothing
+        run.record.usage.add(engine.context.record_call(usage, run.turn_model, "turn", estimated))
+        transcript.append(message)
         run.record.output_text = turn.text
         run.finish_detail = turn.finish.refusal or turn.finish.detail
         run.open_calls = list(turn.calls)

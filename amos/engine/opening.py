@@ -172,7 +172,9 @@ def _choose(options: RunOptions, session: Session, config: AmosConfig, opened: O
         raise UsageError("--verify needs a command (non-blank UTF-8 text) that exits 0 when the work is done")
     # Only --verify is remembered by the session; the config's completion.command is
     # read afresh every time, so editing the config takes effect on the next run.
-    flag_verify = options.verify if options.verify is not None else host.verify
+    if options.no_verify and options.verify is not None:
+        raise UsageError("--verify and --no-verify exclude each other")
+    flag_verify = options.verify if options.verify is not None else (None if options.no_verify else host.verify)
     source = "flag" if options.verify is not None else "session"
     if demo and options.verify is None and opened.demo_workspace is not None:
         flag_verify, source = demo_verify_command(), "flag"
@@ -383,7 +385,8 @@ def wire(*, config: AmosConfig, settings: RunSettings, session: Session, binding
         context=ContextBudget(config.context, transcript, model, tools, instructions, binding, capture, masker,
                               autosave=autosave),
         evidence=EvidenceRecorder(capture, transcript, binding, autosave=autosave),
-        completion=Completion(settings, workspace, env, transcript, instructions, approvals, masker),
+        completion=Completion(settings, workspace, env, transcript, instructions, approvals, masker,
+                              config_completion=config.loop_policy.completion if config.loop_policy else None),
         approvals=approvals,
         run_end=RunEnd(settings, transcript, binding, instructions, autosave=autosave),
         doom_guard=DoomLoopGuard.from_config(config.doom_loop, session.doom_loop) if config.doom_loop else None,

@@ -36,7 +36,8 @@ class RunOptions:
         workspace: ``--workspace``.
         session: ``--session`` id or name to resume.
         max_steps: ``--max-steps``.
-        verify: ``--verify`` completion-check command.
+        verify: ``--verify`` completion-check command (``human``: a person confirms).
+        no_verify: ``--no-verify``: forget the check the session remembers.
         yes: ``--yes`` (never remembered by the session).
         no_save: ``--no-save``.
         demo: run the bundled demo (``amos run --demo``; the TUI's offline mode).
@@ -52,6 +53,7 @@ class RunOptions:
     session: str | None = None
     max_steps: int | None = None
     verify: str | None = None
+    no_verify: bool = False
     yes: bool = False
     no_save: bool = False
     demo: bool = False

@@ -47,7 +47,8 @@ class FileCheck:
         min_bytes: the file holds at least this many bytes.
         sha256: the file's exact SHA-256 (64 lowercase hex digits).
         json_schema: the file is JSON valid against this JSON Schema (inline, host-owned).
-        contains: a regular expression the file's text must contain (``regex`` syntax).
+        contains: a regular expression the file's text must contain a match for (``regex``
+            syntax, multi-line: ``^`` and ``$`` match at every line).
     """
 
     path: str
@@ -225,7 +226,7 @@ def _pattern_problems(check: FileCheck, text: str) -> list[str]:
 
     assert check.contains is not None
     try:
-        found = regex.search(check.contains, text, timeout=REGEX_TIMEOUT_S)
+        found = regex.search(check.contains, text, flags=regex.MULTILINE, timeout=REGEX_TIMEOUT_S)
     except TimeoutError:
         raise DestinationError(f"the pattern /{check.contains}/ for {check.path} took longer than "
                                f"{REGEX_TIMEOUT_S:g} s") from None

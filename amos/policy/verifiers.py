@@ -410,7 +410,9 @@ def combine(results: Sequence[CompletionResult]) -> CompletionResult:
         return CompletionResult(complete=True, reason="completed")
     reason = "; ".join(r.reason or "check failed" for r in failing)[:MAX_REASON_CHARS]
     feedback = "\n".join(r.feedback or r.reason or "check failed" for r in failing)[:MAX_FEEDBACK_CHARS]
-    return CompletionResult(complete=False, reason=reason, feedback=feedback)
+    output = "\n".join(r.output for r in failing if r.output) or None
+    return CompletionResult(complete=False, reason=reason, feedback=feedback,
+                            output=last_lines(output) if output else None)
 
 
 async def run_completion_checks(

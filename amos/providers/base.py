@@ -65,6 +65,9 @@ class FinishEvent:
         detail: the provider's own finish reason or error text, for the stop receipt.
         provider_details: provider leftovers for the whole assistant turn (stored on its
             message under the provider's key, e.g. Gemini text-part signatures).
+        usage_reported: False when the provider reported no usage at all (llama.cpp's
+            server, a stream without a usage chunk): the host then estimates the counts
+            and marks them estimated (issue 16 "Unknown usage is unknown").
     """
 
     finish_reason: FinishReason
@@ -72,6 +75,7 @@ class FinishEvent:
     refusal: str | None = None
     detail: str | None = None
     provider_details: dict | None = None
+    usage_reported: bool = True
 
 
 ProviderEvent = TextDeltaEvent | ToolCallEvent | FinishEvent

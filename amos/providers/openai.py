@@ -385,7 +385,8 @@ class ChatStreamAssembler:
         refusal = "".join(self.refusal) or None
         reason = self._reason(bool(calls), refusal)
         detail = self.finish_reason if reason != "error" else self._no_finish_detail()
-        events.append(FinishEvent(reason, self._usage(), refusal=refusal, detail=detail))
+        events.append(FinishEvent(reason, self._usage(), refusal=refusal, detail=detail,
+                                  usage_reported=self.usage is not None))
         return events
 
     def _no_finish_detail(self) -> str:

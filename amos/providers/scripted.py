@@ -371,6 +371,9 @@ class ScriptedProvider:
             )
             yield ToolCallEvent(call)
         finish = turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop")
+        if turn.usage is None and "usage" in turn.model_fields_set:  # "usage": null — none reported
+            yield FinishEvent(finish, Usage(model_calls=1), usage_reported=False)
+            return
         if turn.usage is not None:
             usage = Usage(
                 input_tokens=turn.usage.input_tokens,

@@ -418,6 +418,26 @@ def _policy(runner: Any, rest: str, line: str) -> SlashResult:
     return SlashResult(command=line, result=data, text="\n".join(lines))
 
 
+def _verify(runner: Any, rest: str, line: str) -> SlashResult:
+    arg = rest.strip()
+    if not arg:
+        check = runner.check_in_force()
+        return SlashResult(command=line, result=check.model_dump(),
+                           text=f"completion check: {check.summary}" + (f" ({check.source})"
+                                                                         if check.source != "none" else ""))
+    if runner.is_running:
+        return _failed(line, "BUSY", "a run is active; /verify works between runs")
+    try:
+        check = runner.set_verify(None if arg == "off" else arg)
+    except AmosError as exc:
+        raise SlashCommandError(str(exc), usage=COMMANDS["verify"].usage) from None
+    said = ("the session forgets its completion check" if arg == "off"
+            else "the next runs are checked by " + check.summary)
+    return SlashResult(command=line, result=check.model_dump(), save=True,
+                       text=f"{said}; in force now: {check.summary}"
+                            + (f" ({check.source})" if check.source != "none" else ""))
+
+
 def _clear(runner: Any, rest: str, line: str) -> SlashResult:
     return SlashResult(command=line, result={}, text="", action="clear")
 
@@ -455,6 +475,12 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
     Command("model", "/model [PROVIDER:MODEL]", "show or switch the model for the next run", _model),
     Command("policy", "/policy", "show the loop policy, doom-loop config and limits in force", _policy),
     Command("tools", "/tools", "tools, their effect and permission", _tools),
+    Command("verify", "/verify [CMD | human | off]", "show or set the completion check the session remembers",
+            _verify, details=("/verify            the check in force and where it came from (flag, session, config)\n"
+                              "/verify CMD        runs count as done only when CMD exits 0 (remembered)\n"
+                              "/verify human      a person confirms each completion claim\n"
+                              "/verify off        forget the remembered check (the config's "
+                              "completion.command still applies)")),
     Command("clear", "/clear", "clear the screen (not the session)", _clear),
     Command("quit", "/quit", "save (if autosave) and exit", _quit),
 ]}

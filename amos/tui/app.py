@@ -30,6 +30,7 @@ from amos.engine import Opened, RunOptions, StopReceipt
 from amos.errors import AmosError, SlashCommandError
 from amos.events import (
     ApprovalRequested,
+    ConfirmationRequested,
     Notice,
     RunEvent,
     RunFinished,
@@ -50,6 +51,8 @@ from amos.slash import (
 )
 from amos.tui.app_sessions import TERMINATE_GRACE_S, SessionControl  # noqa: F401 - re-exported
 from amos.tui.screens.approval import ApprovalAnswer, ApprovalScreen
+from amos.tui.screens.confirm_done import HINT as HINT_CONFIRM
+from amos.tui.screens.confirm_done import ConfirmationAnswer, ConfirmDoneScreen
 from amos.tui.screens.confirm_quit import ConfirmQuitScreen
 from amos.tui.screens.help import HelpContent, HelpScreen
 from amos.tui.texts import SaveTracker, demo_banner, exit_message, resumed_notice
@@ -134,7 +137,7 @@ class AmosApp(App[int]):
         self._state = "idle"
         self._step = 0
         self._max_steps = 0
-        self._approval: ApprovalScreen | None = None
+        self._approval: ApprovalScreen | ConfirmDoneScreen | None = None
         self._last_escape = 0.0
         self._notice_transient = True
         self._notice_hint = False
@@ -268,6 +271,7 @@ class AmosApp(App[int]):
         runner = self.runner
         last = runner.last_receipt
         usage = runner.usage
+        check = runner.check_in_force()
         verdict = last.verdict if last is not None else None
         elapsed = time.monotonic() - self._run_started if self._busy else None
         self.query_one(StatusBar).status = Status(
@@ -276,7 +280,8 @@ class AmosApp(App[int]):
             last_verdict=verdict, elapsed_s=elapsed, frame=self._frame,
             tokens_in=usage.input_tokens, tokens_out=usage.output_tokens,
             cost_usd=usage.cost_usd if self._show_cost() else None,
-            phase=status_phase(self._state, self._phase, verdict), saved=self._saves.marker(runner))
+            phase=status_phase(self._state, self._phase, verdict), saved=self._saves.marker(runner),
+            check=check.summary, check_source=check.source, tokens_estimated=usage.estimated)
         if panel:
             self._schedule_panel()
 
@@ -624,6 +629,8 @@ class AmosApp(App[int]):
         elif isinstance(event, ApprovalRequested):
             await conv.tool_status(event.call_id, event.tool, event.summary, "approval")
             self._ask_approval(event)
+        elif isinstance(event, ConfirmationRequested):
+            self._ask_confirmation(event)
         elif isinstance(event, Notice):
             await conv.add_notice(event.text, event.level)
             if event.level != "info":
@@ -665,6 +672,27 @@ class AmosApp(App[int]):
                 await self.conversation.add_notice(
                     f"approved for this session: {call} — the same call runs without asking until amos exits",
                     "approved")
+            if self._busy and self._state == "approval":
+                self._set_state("running")
+
+        self.push_screen(screen, answered)
+
+    def _ask_confirmation(self, request: ConfirmationRequested) -> None:
+        """``completion.human``: a person confirms or rejects the model's completion claim."""
+        self._set_state("approval")
+        self.show_notice_line(f"is the work done? {HINT_CONFIRM}", "approval", transient=True)
+        screen = ConfirmDoneScreen(request.claim)
+        self._approval = screen
+
+        async def answered(answer: ConfirmationAnswer | None) -> None:
+            if self._approval is screen:
+                self._approval = None
+            confirmed, reason = answer if answer is not None else ConfirmationAnswer(False)
+            self.show_notice_line("")
+            self.runner.answer_confirmation(confirmed, reason)
+            await self.conversation.add_notice("you confirmed the work is done" if confirmed else
+                                               "you rejected the claim" + (f": {reason}" if reason else ""),
+                                               "approved" if confirmed else "warning")
             if self._busy and self._state == "approval":
                 self._set_state("running")
 

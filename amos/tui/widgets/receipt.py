@@ -15,7 +15,8 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from amos.engine import StopReceipt
-from amos.render import verdict_glyph
+from amos.render import check_line, failing_output, token_counts, verdict_glyph
+from amos.safe_text import printable
 
 CSS_PATH = Path(__file__).with_suffix(".tcss")
 
@@ -56,13 +57,20 @@ def receipt_text(receipt: StopReceipt) -> Text:
     """
     text = Text()
     text.append(receipt.detail + "\n")
-    usage = receipt.usage
     counts = (f"{receipt.steps} step{'s' if receipt.steps != 1 else ''} · "
               f"{receipt.tool_call_count} tool call{'s' if receipt.tool_call_count != 1 else ''} · "
-              f"{usage.input_tokens}+{usage.output_tokens} tokens")
+              f"{token_counts(receipt.usage)} tokens")
     if receipt.recovery_attempts:
         counts += f" · {receipt.recovery_attempts} recovery attempts"
     text.append(counts, style="dim")
+    check = check_line(receipt)
+    if check:
+        text.append(f"\n{printable(check)}", style="dim")
+    output = failing_output(receipt)
+    if output:
+        text.append("\nthe check's output ended with:", style="dim")
+        for line in output.splitlines():
+            text.append(f"\n  │ {printable(line)}", style="dim")
     for pending in receipt.pending_approvals:
         text.append(f"\n⏸ {pending.tool} ({pending.call_id}) awaits a decision", style="italic")
         if pending.resume_token:

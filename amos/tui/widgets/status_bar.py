@@ -78,6 +78,10 @@ class Status:
             off).
         saved: ``saved``, ``unsaved`` (changes not written, see
             :class:`amos.tui.texts.SaveTracker`), or None (nothing to say yet).
+        check: the completion check in force (``command `pytest -q```…), ``none`` or "".
+        check_source: where it came from: ``flag``, ``session``, ``config`` or ``none``.
+        tokens_estimated: some counts are amos's estimate (the provider reported no
+            usage): shown with ``~``.
     """
 
     model: str = ""
@@ -95,6 +99,9 @@ class Status:
     cost_usd: float | None = None
     phase: str | None = None
     saved: str | None = None
+    check: str = ""
+    check_source: str = "none"
+    tokens_estimated: bool = False
 
 
 def status_phase(state: str, announced: str | None, last_verdict: str | None) -> str | None:
@@ -136,8 +143,17 @@ def _usage_variants(s: Status) -> list[str]:
         return [""]
     cost = f" · ${s.cost_usd:.2f}" if s.cost_usd is not None and s.cost_usd >= 0.01 else \
         f" · ${s.cost_usd:.4f}" if s.cost_usd is not None else ""
-    full = f"{format_tokens(s.tokens_in)} in / {format_tokens(s.tokens_out)} out tok{cost}"
-    return [full, f"{format_tokens(s.tokens_in + s.tokens_out)} tok{cost}", ""]
+    about = "~" if s.tokens_estimated else ""
+    full = f"{about}{format_tokens(s.tokens_in)} in / {about}{format_tokens(s.tokens_out)} out tok{cost}"
+    return [full, f"{about}{format_tokens(s.tokens_in + s.tokens_out)} tok{cost}", ""]
+
+
+def _check_variants(s: Status) -> list[str]:
+    """The completion check in force and its source, richest first."""
+    if not s.check or s.check == "none" or s.check_source == "none":
+        return [""]  # nothing to say: the receipt says "no completion check" when a run ends
+    summary = s.check if len(s.check) <= 28 else s.check[:27] + "…"
+    return [f"check {summary} ({s.check_source})", f"check ({s.check_source})", ""]
 
 
 def _state_variants(s: Status) -> list[str]:
@@ -161,20 +177,21 @@ def _saved_variants(s: Status) -> list[str]:
     return ["saved", "", ""] if s.saved == "saved" else [""]
 
 
-_SHRINK_ORDER = (6, 6, 6, 6, 5, 2, 4, 3, 0, 4, 4, 3, 3, 2, 5)
+_SHRINK_ORDER = (7, 7, 7, 7, 6, 2, 4, 5, 3, 0, 5, 5, 4, 3, 3, 2, 6)
 """Which segment gives way next (index into the segments of :func:`status_text`): the
 workspace shortens then goes, a "saved" marker goes ("unsaved" stays), the usage
-shortens, the "session" label goes, the "last" label goes, an idle bar drops its phase,
-the session shortens then goes, the verdict shrinks to its glyph, the usage goes, and
-last of all "unsaved" goes."""
+shortens, the check drops its command (keeping its source), the "session" label goes,
+the "last" label goes, an idle bar drops its phase, the session shortens then goes, the
+check goes, the verdict shrinks to its glyph, the usage goes, and last of all "unsaved"
+goes."""
 
 
 def status_text(s: Status, width: int) -> Content:
     """The status line for ``width`` cells, shrinking the least important parts first.
 
     Segments, most important first: run state (loop phase, step, elapsed time), model,
-    usage (tokens and cost), last verdict, session (name or id), saved marker,
-    workspace. When they do not fit they give way in :data:`_SHRINK_ORDER`; whatever
+    usage (tokens and cost), last verdict, the completion check in force, session (name
+    or id), saved marker, workspace. When they do not fit they give way in :data:`_SHRINK_ORDER`; whatever
     still overflows ends with an ellipsis.
 
     Args:
@@ -190,6 +207,7 @@ def status_text(s: Status, width: int) -> Content:
         (_usage_variants(s), "dim"),
         ([f"last {glyph} {s.last_verdict}", f"{glyph} {s.last_verdict}", f"last {glyph}"]
          if s.last_verdict else [""], ""),
+        (_check_variants(s), "dim"),
         ([f"session {session}", session, short_path(session, 16), ""] if session else [""], "dim"),
         (_saved_variants(s), "bold $warning" if s.saved == "unsaved" else "dim"),
         ([short_path(s.workspace, n) for n in (len(s.workspace), 24, 14)] + [""] if s.workspace else [""], "dim"),
