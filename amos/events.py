@@ -71,7 +71,7 @@ class ToolCallFinished(_Event):
 class ApprovalRequested(_Event):
     """A tool call needs a person's decision before it can run.
 
-    An interactive front end answers with ``AgentRunner.answer_approval``; the run
+    An interactive front end answers with ``Host.answer_approval``; the run
     waits for the answer. Non-interactive runs pause WAITING instead and never emit it.
     """
 

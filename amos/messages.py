@@ -64,7 +64,7 @@ class ToolResultPart(_Frozen):
             acknowledgement}``) once acknowledged.
         evidence_error: why storing the evidence failed; the raw ``content`` is then
             *protected*: never dropped, truncated or compacted until the host
-            acknowledges a repaired record (``AgentRunner.acknowledge_tool_evidence``).
+            acknowledges a repaired record (``Host.acknowledge_tool_evidence``).
         projected: True when ``content`` is a projection (summary + evidence envelope)
             rather than the raw result.
     """

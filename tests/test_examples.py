@@ -110,3 +110,35 @@ def test_amos_task_state():
     lines = _run_example("amos_task_state")
     assert lines[1].endswith("TASK_STATE_CONFLICT") and lines[3].endswith("revision 3")
     assert lines[4].startswith("5. next run ANSWERED") and lines[5].endswith("True")
+
+
+def test_done_tool(tmp_path):
+    ws = copy_workspace("done_tool", tmp_path)
+    code, doc = cli_json("run", "--script", str(EXAMPLES / "done_tool/script.json"),
+                         "--config", str(EXAMPLES / "done_tool/config.json"), "--workspace", str(ws), "count the items")
+    assert code == 0 and doc["stop"]["verdict"] == "VERIFIED_COMPLETE"
+    assert doc["stop"]["check"]["route"] == "done_tool" and doc["stop"]["recovery_attempts"] == 1
+    assert (ws / "summary.json").read_text() == '{"total": 10}\n'
+
+
+def test_destination_schema(tmp_path):
+    ws = copy_workspace("destination_schema", tmp_path)
+    code, doc = cli_json("run", "--script", str(EXAMPLES / "destination_schema/script.json"),
+                         "--config", str(EXAMPLES / "destination_schema/config.json"), "--workspace", str(ws),
+                         "write the report")
+    assert code == 0 and doc["stop"]["verdict"] == "VERIFIED_COMPLETE"
+    assert doc["stop"]["recovery_attempts"] == 1  # the first report.json failed its schema
+
+
+def test_human_confirmation(tmp_path, monkeypatch):
+    monkeypatch.setenv("AMOS_USER", "support-lead")
+    ws = copy_workspace("human_confirmation", tmp_path)
+    cfg = str(EXAMPLES / "human_confirmation/config.json")
+    code, doc = cli_json("run", "--script", str(EXAMPLES / "human_confirmation/script.json"), "--config", cfg,
+                         "--workspace", str(ws), "draft the letter")
+    assert code == 4 and doc["stop"]["reason"] == "confirmation_pending"
+    code, doc = cli_json("resume", doc["session_id"], "--reject", "mention the order number", "--config", cfg)
+    assert code == 4 and "4711" in (ws / "letter.md").read_text()
+    code, doc = cli_json("resume", doc["session_id"], "--confirm", "--config", cfg)
+    assert code == 0 and doc["stop"]["verdict"] == "VERIFIED_COMPLETE"
+    assert doc["stop"]["check"]["confirmed_by"] == "support-lead"

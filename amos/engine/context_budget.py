@@ -394,7 +394,7 @@ class ContextBudget:
         if protected:
             kept.append(f"{len(protected)} raw tool result(s) whose evidence was not stored "
                         f"({', '.join(p.call_id for p in protected[:5])}; ~{budget.protected} tokens)")
-        remedy = ("repair evidence storage and acknowledge them (AgentRunner.acknowledge_tool_evidence), "
+        remedy = ("repair evidence storage and acknowledge them (Host.acknowledge_tool_evidence), "
                   if protected else "")
         keep_note = f" and holds {' and '.join(kept)}, which amos will not drop" if kept else ""
         after = " even after compaction" if failure is None else f" and compaction failed ({failure})"

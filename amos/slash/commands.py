@@ -132,7 +132,7 @@ def custom_commands(runner: Any) -> tuple[dict[str, CustomCommand], list[Skipped
     built-in names are never replaced (:func:`amos.slash.custom.load_custom_commands`).
 
     Args:
-        runner: the ``AgentRunner`` (only ``workspace`` is read).
+        runner: the ``Host`` (only ``workspace`` is read).
 
     Returns:
         ``(commands by name, skipped files)``.
@@ -297,7 +297,7 @@ def _context_loop(runner: Any, line: str) -> SlashResult:
 
 
 def compact_result(line: str, outcome: Any) -> SlashResult:
-    """The ``/compact`` result once the front end has awaited ``AgentRunner.compact``.
+    """The ``/compact`` result once the front end has awaited ``Host.compact``.
 
     Nothing to compact is a success (exit 0); a failed step is ``COMPACTION_FAILED``.
     """
@@ -490,7 +490,7 @@ def execute_line(runner: Any, line: str) -> SlashResult:
     """Run one slash-command line against the runner.
 
     Args:
-        runner: the ``AgentRunner`` (host API only).
+        runner: the ``Host`` (host API only).
         line: the line as typed, starting with ``/``.
 
     A name that is not a built-in is looked up among the custom commands

@@ -1,7 +1,7 @@
 """``/context task …``: the host edits the task notebook (spec/slash-commands.md).
 
 Every edit names the revision it expects (``REV``), runs as one revision-checked
-transaction through :meth:`AgentRunner.update_tasks` and is refused while a run
+transaction through :meth:`Host.update_tasks` and is refused while a run
 executes. Errors carry their ``TASK_STATE_*`` code; a failed command changes nothing.
 Model text never reaches this module — only a person's typed line does.
 """

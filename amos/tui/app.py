@@ -793,7 +793,7 @@ def save_on_exit(runner: Any, opened_digest: str | None = None) -> str | None:
     top of ``amos sessions list``.
 
     Args:
-        runner: the ``AgentRunner`` the app ended with (not closed yet).
+        runner: the ``Host`` the app ended with (not closed yet).
         opened_digest: :func:`session_digest` when that runner was opened, or None.
 
     Returns:

@@ -30,7 +30,7 @@ def session_label(runner: Any) -> str:
     """``NAME (ID)`` for a named session, else its id.
 
     Args:
-        runner: the ``AgentRunner``.
+        runner: the ``Host``.
     """
     name = runner.session_name
     return f"{name} ({runner.session_id})" if name else runner.session_id
@@ -40,7 +40,7 @@ def resumed_notice(runner: Any, verb: str = "resumed") -> str:
     """``resumed session NAME (ID)``, with the session's title when it has no name.
 
     Args:
-        runner: the ``AgentRunner`` of the reopened session.
+        runner: the ``Host`` of the reopened session.
         verb: ``resumed`` (``--session``) or ``loaded`` (``/session load``).
     """
     text = f"{verb} session {session_label(runner)}"
@@ -54,7 +54,7 @@ def exit_message(runner: Any) -> str:
     """The line printed after the TUI exits: where the session is and how to reopen it.
 
     Args:
-        runner: the ``AgentRunner`` the app ended with (possibly already closed).
+        runner: the ``Host`` the app ended with (possibly already closed).
 
     Returns:
         ``session saved — reopen with: amos --session ID`` (``session NAME saved …``
@@ -103,7 +103,7 @@ class SaveTracker:
         """``saved``, ``unsaved`` or None (nothing changed and nothing saved yet).
 
         Args:
-            runner: the ``AgentRunner`` in use; a new one (``/session load``) starts
+            runner: the ``Host`` in use; a new one (``/session load``) starts
                 from how it was opened.
         """
         path = runner.session_path

@@ -9,7 +9,7 @@ Run from the repository root (offline, no key):
    Storage failure is not tool failure: the run ends normally, the raw result stays in
    the history, marked protected, and the command is NOT run again.
 2. The host repairs storage, stores the retained result itself, and acknowledges it
-   with ``AgentRunner.acknowledge_tool_evidence`` — no tool runs.
+   with ``Host.acknowledge_tool_evidence`` — no tool runs.
 3. The tags file shows the command ran exactly once.
 """
 

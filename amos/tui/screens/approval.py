@@ -12,7 +12,7 @@ tool, its declared effect, what it would do and the full arguments:
 - the arguments as pretty JSON (long texts verbatim below it).
 
 It dismisses with an :class:`ApprovalAnswer`; the app hands it to
-``AgentRunner.answer_approval``. Keys: ``y`` approve once, ``s`` approve this exact
+``Host.answer_approval``. Keys: ``y`` approve once, ``s`` approve this exact
 call (same tool, same arguments) for the rest of the session, ``n`` deny with a
 reason (an input appears; Enter sends), ``Esc`` deny.
 """
