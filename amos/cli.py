@@ -18,6 +18,7 @@ from amos.cli_config import config_app
 from amos.cli_evidence import evidence_app
 from amos.cli_mcp import mcp_app
 from amos.cli_sessions import sessions_app
+from amos.safe_text import printable
 
 app = typer.Typer(
     name="amos",
@@ -109,7 +110,7 @@ def main_callback(
 
         code = run_tui(options)
     except AmosError as exc:
-        typer.echo(f"amos: {exc}", err=True)
+        typer.echo(printable(f"amos: {exc}"), err=True)
         raise typer.Exit(exc.exit_code) from None
     raise typer.Exit(code)
 

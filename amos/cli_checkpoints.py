@@ -12,6 +12,8 @@ from typing import Annotated
 
 import typer
 
+from amos.safe_text import printable
+
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (finds the session store).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id, name, unique id prefix or 'latest'.")]
@@ -30,7 +32,7 @@ def _fail(exc: Exception, json_out: bool = False) -> None:
     if json_out:
         code = str(getattr(exc, "code", "error")).upper()
         typer.echo(json.dumps({"ok": False, "error": {"code": code, "message": str(exc)}}, ensure_ascii=False))
-    typer.echo(f"amos: {exc}", err=True)
+    typer.echo(printable(f"amos: {exc}"), err=True)
     raise typer.Exit(getattr(exc, "exit_code", 2))
 
 

@@ -14,6 +14,8 @@ from typing import Annotated
 
 import typer
 
+from amos.safe_text import printable
+
 evidence_app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (evidence directory and scope).")]
@@ -38,7 +40,7 @@ def _safe(value: object) -> str:
 
 def _fail(exc: Exception, json_out: bool = False) -> None:
     """One line on stderr (and, with --json, one error object on stdout), then exit."""
-    typer.echo(f"amos: {exc}", err=True)
+    typer.echo(printable(f"amos: {exc}"), err=True)
     if json_out:
         code = getattr(exc, "code", None) or "USAGE_ERROR"
         typer.echo(json.dumps({"ok": False, "error": {"code": f"EVIDENCE_{str(code).upper()}"

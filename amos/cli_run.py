@@ -101,7 +101,7 @@ class Renderer:
         if self._mid_line:
             self.err.write("\n")
             self._mid_line = False
-        self.err.write(text + "\n")
+        self.err.write(printable(text) + "\n")
         self.err.flush()
 
     def event(self, event: Any) -> None:
@@ -115,7 +115,7 @@ class Renderer:
         if not self.progress:
             return
         if isinstance(event, TextDelta):
-            self.err.write(event.text)
+            self.err.write(printable(event.text))
             self.err.flush()
             self._mid_line = not event.text.endswith("\n")
         elif isinstance(event, ToolCallStarted):
@@ -152,10 +152,11 @@ class Renderer:
             self.err.write("\n")
             self._mid_line = False
         if finished.output_text:
-            self.out.write(finished.output_text.rstrip("\n") + "\n")
+            # stdout may be a file or pipe a terminal shows later: escaped the same way
+            self.out.write(printable(finished.output_text.rstrip("\n")) + "\n")
             self.out.flush()
         if not self.quiet:
-            self.err.write(summary_line(finished.receipt) + "\n")
+            self.err.write(printable(summary_line(finished.receipt)) + "\n")
             check = check_line(finished.receipt)
             if check:
                 self.err.write(f"  {printable(check)}\n")
@@ -169,7 +170,7 @@ class Renderer:
                     self.err.write(printable(line) + "\n")
             elif finished.receipt.pending_approvals:
                 for line in held_call_lines(session_id, held or []):
-                    self.err.write(line + "\n")
+                    self.err.write(printable(line) + "\n")
             self.err.write(f"  session {session_id}" + (f" ({finished.session_path})" if finished.session_path
                                                           else " (not saved)") + "\n")
             self.err.flush()
@@ -239,7 +240,7 @@ def _run_line(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
                    "error": {"code": exc.code, "message": str(exc)}}
             print(json.dumps(doc, ensure_ascii=False), file=_out())
         else:
-            print(f"amos: {exc}" + (f"\nusage: {exc.usage}" if exc.usage else ""), file=sys.stderr)
+            print(printable(f"amos: {exc}" + (f"\nusage: {exc.usage}" if exc.usage else "")), file=sys.stderr)
         return 2
     if outcome.finish is not None:
         outcome = asyncio.run(outcome.finish())
@@ -251,9 +252,9 @@ def _run_line(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
         print(json.dumps(result.to_json(runner.session_id), ensure_ascii=False, default=str), file=_out())
     elif result.ok:
         if result.text and not quiet:
-            print(result.text)
+            print(printable(result.text))
     else:
-        print(f"amos: {result.text}", file=sys.stderr)
+        print(printable(f"amos: {result.text}"), file=sys.stderr)
     return result.exit_code
 
 
@@ -279,7 +280,7 @@ def _guarded(fn, *args, **kwargs) -> int:
     try:
         return fn(*args, **kwargs)
     except AmosError as exc:
-        print(f"amos: {exc}", file=sys.stderr)
+        print(printable(f"amos: {exc}"), file=sys.stderr)
         if json_out:
             code = getattr(exc, "code", None) or re.sub(r"(?<!^)(?=[A-Z])", "_", type(exc).__name__)
             print(json.dumps({"session_id": None, "ok": False,
@@ -311,7 +312,7 @@ def _cli_run(*, prompt: str | None, demo: bool, flags: RunFlags, json_out: bool,
     runner, opened = open_host(options)
     try:
         for warning in opened.warnings:
-            print(f"amos: warning: {warning}", file=sys.stderr)
+            print(printable(f"amos: warning: {warning}"), file=sys.stderr)
         if opened.demo_workspace is not None and not json_out and not quiet:
             print(f"amos: demo workspace: {opened.demo_workspace}", file=sys.stderr)
         return _run_line(runner, prompt, json_out, quiet)
@@ -338,7 +339,7 @@ def _cli_resume(*, session_id: str, approve: list[str], deny: list[str], reason:
     runner, opened = open_host(flags.options(session=session_id))
     try:
         for warning in opened.warnings:
-            print(f"amos: warning: {warning}", file=sys.stderr)
+            print(printable(f"amos: warning: {warning}"), file=sys.stderr)
         events = runner.resume(approve=approve, deny={c: reason for c in deny}, approve_all=approve_all or flags.yes,
                                confirm=confirm, reject=reject)
         return _render_run(runner, events, json_out, quiet)

@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from amos.safe_text import printable
+
 sessions_app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (finds the session store).")]
@@ -32,13 +34,11 @@ def _warn(warnings: list[str]) -> None:
 def _echo(text: str) -> None:
     """Print one line for people: control characters from model text, tool arguments or
     names (``ESC[2J``, OSC title sequences) are shown escaped, never sent to the terminal."""
-    from amos.safe_text import printable
-
     typer.echo(printable(text))
 
 
 def _fail(exc: Exception) -> None:
-    typer.echo(f"amos: {exc}", err=True)
+    typer.echo(printable(f"amos: {exc}"), err=True)
     raise typer.Exit(getattr(exc, "exit_code", 2))
 
 

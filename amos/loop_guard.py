@@ -114,10 +114,12 @@ class LoopGuard:
         self._uncertain.clear()
 
     def admit(self, call_id: str, tool_name: str, effect: str, arguments: Any, *,
-              fingerprint: str | None = None) -> Admission:
+              fingerprint: str | None = None, progress_now: str | None = None) -> Admission:
         """The policy's admission decision for a call about to be dispatched
-        (``fingerprint``: the call's identity, when the host computed it)."""
-        admission = self.tracker.admit(call_id, tool_name, effect, arguments, fingerprint=fingerprint)
+        (``fingerprint``: the call's identity, when the host computed it; ``progress_now``:
+        the progress key sampled for a repeated action)."""
+        admission = self.tracker.admit(call_id, tool_name, effect, arguments, fingerprint=fingerprint,
+                                       progress_now=progress_now)
         if admission.feedback:
             self._repeated.append(f"{tool_name} ({call_id}) was refused: {admission.message}")
         return admission

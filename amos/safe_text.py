@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def printable(text: str) -> str:
-    """``text`` with control characters (C0 but newline and tab, DEL, C1) shown as
-    ``\\xNN`` escapes."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """``text`` with control characters shown as visible escapes: C0 (but newline and
+    tab), DEL and C1 as ``\\xNN`` — so no ESC/CSI/OSC sequence (clear the screen, set the
+    title, write the clipboard, hidden links) reaches a terminal — and the bidirectional
+    embedding, override and isolate controls (U+202A–U+202E, U+2066–U+2069) as
+    ``\\uNNNN``, so text cannot be drawn reordered (issue 17, item 4a)."""
+    return _CONTROL.sub(_escape, text)
 
 
 def capped(text: str, limit: int) -> str:

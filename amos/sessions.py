@@ -171,7 +171,9 @@ class Session(_Model):
     ``journal_seq`` is the last journal entry this snapshot reflects (entries after it
     are replayed on load); ``last_checkpoint`` the highest checkpoint number taken.
     ``model_calls`` holds the usage of each model call (bounded, newest last) and
-    ``estimator`` the context-budget estimator's calibration.
+    ``estimator`` the context-budget estimator's calibration, and ``context_window`` the
+    window learned from the server (its context-length error or its metadata), used when
+    ``context.window_tokens`` is not configured.
     """
 
     version: int = SESSION_VERSION
@@ -195,6 +197,7 @@ class Session(_Model):
     last_checkpoint: int = 0
     model_calls: list[dict[str, Any]] = Field(default_factory=list)
     estimator: dict[str, Any] | None = None
+    context_window: int | None = None
 
 
 class SessionSummary(_Model):

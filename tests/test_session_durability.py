@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from amos.errors import SessionError
-from amos.events import Notice
+from amos.events import Notice, ToolCallStarted
 from amos.journal import Journal, read_journal
 from amos.messages import Message
 from amos.paths import sessions_dir
@@ -398,7 +398,7 @@ def _tool_script(tmp_path: Path, runs: int = 1) -> Path:
     return write_script(tmp_path, turns)
 
 
-def test_a_full_disk_for_session_files_still_ends_the_run_with_one_notice(tmp_path):
+def test_a_full_disk_for_session_files_stops_before_the_command_and_says_what_was_not_saved(tmp_path):
     runner, _ = make_runner(_tool_script(tmp_path), tmp_path, yes=True)
     runner.store = FullDiskStore(runner.store.root)
     try:
@@ -406,12 +406,17 @@ def test_a_full_disk_for_session_files_still_ends_the_run_with_one_notice(tmp_pa
     finally:
         runner.close()
     done = finished(events)
-    assert done.receipt.verdict == "ANSWERED" and done.output_text == "done 0" and done.session_path is None
+    # The journal never started, so the command (an unknown effect) was not run: a crash
+    # could not have shown whether it ran (issue 17, item 6).
+    assert (done.receipt.verdict, done.receipt.cause) == ("FAILED", "storage_error") and done.session_path is None
+    assert [(c["call_id"], c["status"]) for c in done.tool_calls] == [("c0", "not_started")]
+    assert not any(isinstance(e, ToolCallStarted) for e in events)
     errors = _errors(events)
     path = str(runner.store.path(runner.session_id))
-    assert len(errors) == 2, errors  # the journal could not start; the final save failed
+    assert len(errors) == 3, errors  # the journal could not start; the final save failed; what is lost
     assert errors[0].startswith("not durable: session journal unavailable") and path in errors[0]
     assert "No space left on device" in errors[1] and path in errors[1]
+    assert errors[2].startswith("NOT SAVED:") and "run_command c0 not_started" in errors[2]
 
 
 def test_journal_write_errors_give_one_notice_per_run_and_never_tear_the_journal(tmp_path):
@@ -428,7 +433,9 @@ def test_journal_write_errors_give_one_notice_per_run_and_never_tear_the_journal
             FailingJournal.fail_after = 1
     finally:
         runner.close()
-    assert finished(first).receipt.verdict == "ANSWERED" and finished(second).output_text == "done 1"
+    # the first run lost its journal before the command: the command did not run (issue 17, item 6)
+    assert (finished(first).receipt.verdict, finished(first).receipt.cause) == ("FAILED", "storage_error")
+    assert finished(second).receipt.verdict == "ANSWERED"  # the disk has room again: the next run is fine
     errors = _errors(first)
     assert len(errors) == 1 and str(journal_path) in errors[0] and "No space left on device" in errors[0]
     assert errors[0].startswith("not durable: cannot append to the session journal")
@@ -451,16 +458,17 @@ def test_amos_run_prints_the_write_error_on_stderr(tmp_path, monkeypatch):
     ws.mkdir()
     result = cli("run", "--yes", "--script", str(_tool_script(tmp_path)), "--workspace", str(ws), "go")
     assert "Traceback" not in result.stderr
-    assert result.exit_code == 0 and result.stdout.strip() == "done 0"
+    assert result.exit_code == 1 and "FAILED (storage_error/storage_error)" in result.stderr
     lines = [line for line in result.stderr.splitlines() if "No space left on device" in line]
-    assert len(lines) == 2 and all("session.json" in line for line in lines), result.stderr
-    assert "ANSWERED" in result.stderr
+    assert len(lines) >= 2 and all("session.json" in line for line in lines), result.stderr
+    assert "NOT SAVED:" in result.stderr
 
     monkeypatch.setattr(amos.engine.opening, "open_store", lambda config: FailingJournalStore(sessions_dir(config)))
     result = cli("run", "--yes", "--script", str(_tool_script(tmp_path)), "--workspace", str(ws), "go")
-    assert result.exit_code == 0 and "Traceback" not in result.stderr
-    lines = [line for line in result.stderr.splitlines() if "journal.jsonl" in line]
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if "journal.jsonl" in line and line.startswith("amos:")]
     assert len(lines) == 1 and "not durable" in lines[0] and "No space left on device" in lines[0], result.stderr
+    assert "FAILED (storage_error/storage_error)" in result.stderr
 
 
 # ---------------------------------------------------------------------------------- concurrency

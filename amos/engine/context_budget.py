@@ -15,6 +15,7 @@ session.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from dataclasses import dataclass
@@ -130,8 +131,47 @@ class ContextBudget:
     # ------------------------------------------------------------------ budget
 
     def window(self) -> tuple[int, str]:
-        """``(window tokens, source)``: ``config``, ``model table`` or ``default``."""
+        """``(window tokens, source)``: ``config``, ``server`` (learned from the server),
+        ``model table`` or ``default``."""
+        learned = self.transcript.session.context_window
+        if self.config.window_tokens is None and learned:
+            return learned, "server"
         return context_window(self.model.spec, self.config.window_tokens)
+
+    async def recover_overflow(self, run: RunState, provider: Any, error: str) -> int | None:
+        """The request was too long for the server (issue 17, item 16): learn the window
+        from the error or the server, and compact once to fit it.
+
+        Returns:
+            The window in force after learning (tokens) when a compaction made the request
+            fit and the call should be retried once; None when nothing more can be done.
+        """
+        from amos.providers.context_window import window_from_error
+
+        learned = window_from_error(error)
+        if learned is None and hasattr(provider, "probe_window"):
+            try:
+                learned = await asyncio.to_thread(provider.probe_window)
+            except Exception:  # noqa: BLE001 - a probe is a hint, never a failure
+                learned = None
+        if learned is not None and self.config.window_tokens is None:
+            self.transcript.set(context_window=int(learned))
+            run.emit(Notice(text=f"context: the server's context window is {learned} tokens (learned from "
+                                 f"{'its error' if window_from_error(error) else 'the server'}); amos budgets "
+                                 "against it from now on"))
+        window, _ = self.window()
+        result = await self._compact_now(None, current_start=self._current_start(), usage_sink=run.record.usage,
+                                         must_fit=int(window * self.config.compact_at))
+        if result.compacted:
+            run.emit(Notice(text=f"context: {result.message}; retrying the request once"))
+            return window
+        return None
+
+    def overflow_hint(self) -> str:
+        """What to do about a context-length error that compaction could not fix."""
+        window, source = self.window()
+        return (f"amos budgets against {window} tokens ({source}); set context.window_tokens to the server's "
+                "context window (llama.cpp: its --ctx-size / n_ctx) or lower context.keep_recent_turns")
 
     @property
     def estimator(self) -> TokenEstimator:

@@ -5,8 +5,10 @@ run (cause ``doom_loop``) and queued steer messages are delivered as host feedba
 A round's checked calls are declared before any is scored; a call is scored when it
 passed the permission gate (``observe``/``steer``/``escalate`` let it run with a
 notice; ``block`` and ``stop`` refuse it), and once ``stop`` fired every later call of
-the round is refused (the run is *halted*). A turn's text is scored when the turn
-ends. The escalation model, when latched, is taken for the next request.
+the round is refused (the run is *halted*). A call whose last two results differed (a
+log that grows, a build that moves) is not a repeat and is not scored (issue 17, item
+13): only true loops climb the ladder. A turn's text is scored when the turn ends. The
+escalation model, when latched, is taken for the next request.
 """
 
 from __future__ import annotations
@@ -20,8 +22,12 @@ from amos.engine.state import RunState
 from amos.engine.transcript import Transcript
 from amos.events import Notice
 from amos.messages import Message
+from amos.tools.base import ToolOutcome
 
 STEER_PREFIX = "[amos host: doom-loop steer] "
+
+MAX_TRACKED_RESULTS = 1000
+"""Calls whose last results are remembered per execution (to tell polling from looping)."""
 
 
 class DoomGate(Gate):
@@ -37,6 +43,7 @@ class DoomGate(Gate):
     def __init__(self, guard: DoomLoopGuard, transcript: Transcript):
         self.guard = guard
         self.transcript = transcript
+        self._results: dict[str, list[str | None]] = {}  # loop fingerprint → its last two results
 
     def halt_message(self) -> str | None:
         """Why every call is refused now (an armed stop), else None."""
@@ -96,6 +103,9 @@ class DoomGate(Gate):
         key = call.loop_key
         if key.exempt or key.scored is None:
             return None
+        seen = self._results.get(key.scored, [])
+        if len(seen) >= 2 and (seen[-1] != seen[-2] or seen[-1] is None):
+            return None  # its result changed last time (a growing log, a build's progress): not a repeat
         verdict, duplicate = self.guard.score_fingerprint(call.tool_name, key.scored, run.record.steps)
         if verdict is None:
             return None
@@ -106,6 +116,18 @@ class DoomGate(Gate):
         if verdict.action in ("block", "stop"):
             return Decision.refuse("blocked", f"blocked by the doom-loop ladder: {verdict.message}")
         return None
+
+    def observed(self, run: RunState, call: PlannedCall, outcome: ToolOutcome) -> None:
+        key = call.loop_key
+        if key.exempt or key.scored is None or outcome.status != "succeeded":
+            return
+        if len(self._results) >= MAX_TRACKED_RESULTS and key.scored not in self._results:
+            return
+        from amos.policy.loop_policy import result_fingerprint
+
+        seen = self._results.setdefault(key.scored, [])
+        seen.append(result_fingerprint(outcome.result))
+        del seen[:-2]
 
     def run_finishing(self, run: RunState) -> None:
         self.transcript.session.doom_loop = self.guard.state()

@@ -10,6 +10,7 @@ with ``RunFinished`` — even when something here fails.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,20 @@ from amos.policy.stop import CheckInForce
 from amos.receipts import build_receipt
 
 log = logging.getLogger("amos.runner")
+
+SAVE_RETRY_S = 3.0
+"""After the journal failed, how long the end of a run keeps trying to save (seconds)."""
+SAVE_RETRY_PAUSE_S = 0.5
+
+
+def unsaved_summary(run: RunState, session_id: str) -> str:
+    """What a run that could not be saved leaves only in memory, for stderr."""
+    rec = run.record
+    calls = ", ".join(f"{r['tool']} {r['call_id']} {r['status']}" for r in rec.tool_calls[-10:]) or "none"
+    answer = " ".join(rec.output_text.split())[:300]
+    return (f"NOT SAVED: session {session_id} could not be written; this run ({rec.execution_id}) exists only "
+            f"here — its tool calls: {calls}" + (f"; its last answer: {answer}" if answer else "")
+            + f"; stopped {run.cause or 'without a cause'} ({run.reason or '-'})")
 
 
 class RunEnd:
@@ -90,18 +105,28 @@ class RunEnd:
         # checkpoint never keeps the session from being saved.
         session = self.transcript.session
         problem = None
-        path = None
         try:
             self.binding.checkpoint(session, "waiting" if run.pending is not None else "run_end")
         except SessionError as exc:
             problem = exc
-        try:
-            path = str(self.binding.save(session))
-        except SessionError as exc:  # one notice when the disk refuses both
-            problem = exc
-        if problem is not None:
+        path, error = self._save_retrying(session, SAVE_RETRY_S if self.transcript.lost else 0.0)
+        problem = error or problem
+        if problem is not None:  # one notice when the disk refuses both
             run.emit(Notice(level="error", text=str(problem)))
+        if error is not None and self.transcript.lost:
+            run.emit(Notice(level="error", text=unsaved_summary(run, session.id)))
         return path
+
+    def _save_retrying(self, session: Any, for_s: float) -> tuple[str | None, SessionError | None]:
+        """Save, retrying for ``for_s`` seconds (the disk may get room again)."""
+        deadline = time.monotonic() + for_s
+        while True:
+            try:
+                return str(self.binding.save(session)), None
+            except SessionError as exc:
+                if time.monotonic() >= deadline:
+                    return None, exc
+                time.sleep(SAVE_RETRY_PAUSE_S)
 
     def _in_call_order(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Tool-call rows in the order the model made the calls (concurrent reads finish

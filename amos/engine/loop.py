@@ -28,6 +28,7 @@ from amos.engine.calls import CallPlanner
 from amos.engine.completion import CheckPlan, Claim
 from amos.engine.context_budget import reported_usage
 from amos.engine.doom import DoomGate
+from amos.engine.durability import DurabilityGate
 from amos.engine.gates import Gate
 from amos.engine.model import Turn, assistant_message, stream_turn
 from amos.engine.permissions import PermissionGate
@@ -44,13 +45,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("amos.runner")
 
 
-def builtin_gates(permissions: PermissionGate, doom: DoomGate | None, policy: PolicyGate | None) -> list[Gate]:
-    """The built-in gates in their documented order: permission → doom loop → admission.
+def builtin_gates(durability: DurabilityGate, permissions: PermissionGate, doom: DoomGate | None,
+                  policy: PolicyGate | None) -> list[Gate]:
+    """The built-in gates in their documented order: durability → permission → doom loop
+    → admission.
 
-    A call is scored by the doom loop only after its permission was granted, and
-    admitted by the loop policy just before dispatch (see :mod:`amos.engine.gates`).
+    Nothing with a side effect is dispatched once the journal failed, so nobody is asked
+    about it; a call is scored by the doom loop only after its permission was granted,
+    and admitted by the loop policy just before dispatch (see :mod:`amos.engine.gates`).
     """
-    return [gate for gate in (permissions, doom, policy) if gate is not None]
+    return [gate for gate in (durability, permissions, doom, policy) if gate is not None]
 
 
 class TurnLoop:
@@ -66,6 +70,7 @@ class TurnLoop:
                  preset: Mapping[str, tuple[bool, str | None]] | None = None):
         self.engine = engine
         self.run = run
+        self.durability = DurabilityGate(engine.transcript)
         self.permissions = PermissionGate(engine.settings, engine.approvals, engine.transcript, preset)
         self.doom = DoomGate(engine.doom_guard, engine.transcript) if engine.doom_guard is not None else None
         self.policy: PolicyGate | None = None
@@ -77,7 +82,8 @@ class TurnLoop:
     def _wire(self) -> None:
         """(Re)build the gate list and the round around them (the policy gate arrives at start)."""
         engine = self.engine
-        self.gates = [*builtin_gates(self.permissions, self.doom, self.policy), *engine.extra_gates]
+        self.gates = [*builtin_gates(self.durability, self.permissions, self.doom, self.policy),
+                      *engine.extra_gates]
         recorder = OutcomeRecorder(engine.tools, engine.transcript, engine.evidence, engine.masker, self.gates)
         self.round = ToolRound(engine.tools, CallPlanner(engine.tools), self.gates, self.permissions, recorder,
                                done_tool=self.plan.done_tool)
@@ -244,25 +250,41 @@ class TurnLoop:
         return False
 
     async def _model_turn(self) -> Turn | None:
-        """One step: fit the window, stream the model call, record the turn."""
+        """One step: fit the window, stream the model call, record the turn.
+
+        A context-length error is answered once per step: the window is learned (from
+        the error or the server), the history compacted to fit it, and the call made
+        again (issue 17, item 16).
+        """
         engine, run = self.engine, self.run
         run.record.steps += 1
         self.emit(StepStarted(step=run.record.steps, max_steps=engine.settings.max_steps))
         if await engine.context.fit(run):
             return None
-        estimated = engine.context.measure().total
         transcript = engine.transcript
-        request = build_request(engine.instructions.text(), transcript.messages, engine.tools.specs())
         provider = engine.model.for_turn(run, self.doom.take_escalation() if self.doom is not None else None)
-        used = {c.call_id for m in transcript.messages for c in m.tool_calls}
-        turn = await stream_turn(run, provider, request, engine.masker, used)
-        if transcript.session.provider_state:
-            transcript.fields("provider_state")  # the scripted provider's position
+        retried = False
+        while True:
+            estimated = engine.context.measure().total
+            request = build_request(engine.instructions.text(), transcript.messages, engine.tools.specs())
+            used = {c.call_id for m in transcript.messages for c in m.tool_calls}
+            turn = await stream_turn(run, provider, request, engine.masker, used)
+            if transcript.session.provider_state:
+                transcript.fields("provider_state")  # the scripted provider's position
+            error = turn.error
+            if error is None or error.kind != "context_length" or turn.text or retried:
+                break
+            retried = True
+            if await engine.context.recover_overflow(run, provider, str(error)) is None:
+                break
+            run.record.usage.model_calls += 1  # the attempt that failed; the next one is made now
         if turn.error is not None:
             if turn.text:
                 transcript.append(Message(role="assistant", kind="turn", parts=(TextPart(text=turn.text),)))
             run.record.usage.model_calls += 1
-            run.stop("provider_error", turn.error.kind, f"the model call failed ({turn.error.kind}): {turn.error}")
+            hint = f"; {engine.context.overflow_hint()}" if turn.error.kind == "context_length" else ""
+            run.stop("provider_error", turn.error.kind,
+                     f"the model call failed ({turn.error.kind}): {turn.error}{hint}")
             return None
         if turn.finish is None:
             run.stop("provider_error", "bad_response", "the model stream ended without a finish reason")

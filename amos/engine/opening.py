@@ -375,6 +375,8 @@ def wire(*, config: AmosConfig, settings: RunSettings, session: Session, binding
     """
     autosave = binding.saved and settings.autosave
     masker = Masker(settings.secrets)
+    if tasks is not None:
+        tasks.filter_inputs(masker.value)  # every note a front end adds is masked (issue 17, item 2)
     approvals = Approvals()
     transcript = Transcript(session, binding, journalled=autosave)
     instructions = Instructions(build_system_prompt(workspace, config.system_prompt), tasks, transcript, binding)

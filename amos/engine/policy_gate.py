@@ -80,8 +80,17 @@ class PolicyGate(Gate):
     async def admit(self, run: RunState, call: PlannedCall, round: RoundControl) -> Decision | None:
         if not call.valid:
             return None
+        progress_now = None
+        progress = self.policy.progress
+        if progress is not None and progress.configured and call.identity is not None and \
+                self.guard.tracker.repeats(call.tool_name, call.effect, call.identity):
+            try:  # a repeated command: has the world moved since? (polling a build, issue 17 item 13)
+                progress_now = await self.guard.sample_progress(self.packet(run))
+            except CheckerError as exc:
+                run.stop("checker_error", "checker_error", str(exc))
+                return Decision.stopped()
         admission = self.guard.admit(call.call_id, call.tool_name, call.effect, call.call.arguments,
-                                     fingerprint=call.identity)
+                                     fingerprint=call.identity, progress_now=progress_now)
         if admission.decision == "run":
             return None
         if admission.decision == "blocked":

@@ -203,7 +203,14 @@ class ToolRound:
             self.recorder.record(run, call, outcome)
 
     async def _run_one(self, run: RunState, call: PlannedCall) -> None:
-        self._started(run, call)
+        self._started(run, call)  # the journal is fsynced here for a write/unknown call
+        lost = self.recorder.transcript.lost
+        if lost is not None and call.effect != "read":  # that fsync failed: do not run it
+            from amos.engine.durability import storage_stop
+
+            storage_stop(run, call, lost)
+            self.recorder.refuse(run, call, "not_started", f"not run: the session journal cannot be written ({lost})")
+            return
         outcome = await self.tools.execute(call.call, run.execution_id)
         self.recorder.record(run, call, outcome)
 

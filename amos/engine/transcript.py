@@ -33,7 +33,7 @@ from amos.messages import Message
 from amos.sessions import Session, utc_now
 
 END_OF_RUN_FIELDS = ("title", "name", "host", "provider_state", "usage", "loop", "last_stop", "pending",
-                     "doom_loop", "evidence_recent", "task_state", "estimator")
+                     "doom_loop", "evidence_recent", "task_state", "estimator", "context_window")
 """Session fields written to the journal at the end of every run (``model_calls`` rows
 are journalled one ``model_call`` entry per call instead, so the journal grows with the
 calls, not with their square)."""
@@ -59,6 +59,7 @@ class Transcript:
         self._journal: Journal | None = None
         self._error: str | None = None
         self._warned = False
+        self._lost: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -76,14 +77,22 @@ class Transcript:
         """
         self._warned = False
         self._error = None  # a failure of an earlier run was reported with that run
+        self._lost = None  # and each run tries the disk again
         if not self._journalled or self._journal is not None:
             return []
         try:
             self._journal, warnings = self._binding.open_journal(self.session)
         except SessionError as exc:
             self._error = f"session journal unavailable, so a crash during this run may lose it: {exc}"
+            self._lost = str(exc)
             return []
         return warnings
+
+    @property
+    def lost(self) -> str | None:
+        """Why the journal stopped being durable in this run (a write or an fsync failed),
+        else None. Once set, no write or unknown-effect tool may run (issue 17, item 6)."""
+        return self._lost
 
     def close(self) -> None:
         """fsync and close the journal (also one a restore opened)."""
@@ -150,6 +159,7 @@ class Transcript:
                 self._journal.sync()
             except SessionError as exc:
                 self._error = str(exc)
+                self._lost = self._lost or str(exc)
 
     def problem(self) -> Notice | None:
         """An error notice for the first journal failure of this run, else None."""
@@ -165,6 +175,7 @@ class Transcript:
             self._journal.append(kind, utc_now(), **data)
         except SessionError as exc:
             self._error = str(exc)
+            self._lost = self._lost or str(exc)
             return False
         return True
 

@@ -306,6 +306,8 @@ class PolicyTracker:
     _read_results: dict[str, str | None] = field(default_factory=dict)
     _read_warned: set[str] = field(default_factory=set)
     _write_blocked: set[str] = field(default_factory=set)
+    _write_progress: dict[str, str | None] = field(default_factory=dict)
+    _write_results: dict[str, list[str | None]] = field(default_factory=dict)
     _round: dict[str, str] = field(default_factory=dict)
     _call_identity: dict[str, tuple[str, str]] = field(default_factory=dict)
 
@@ -322,8 +324,15 @@ class PolicyTracker:
         allowed = self.policy.read_only_tools
         return allowed is None or tool_name in allowed
 
+    def repeats(self, tool_name: str, effect: str, fingerprint: str) -> bool:
+        """True when a write/unknown call with this fingerprint would repeat an admitted
+        action (the host may then sample the progress key before :meth:`admit`)."""
+        if self.is_read(tool_name, effect):
+            return False
+        return f"w:{fingerprint}:{self.revision}" in self._admissions
+
     def admit(self, call_id: str, tool_name: str, effect: str, arguments: Any, *,
-              fingerprint: str | None = None) -> Admission:
+              fingerprint: str | None = None, progress_now: str | None = None) -> Admission:
         """Decide whether a validated, permitted call may be dispatched.
 
         Args:
@@ -334,6 +343,8 @@ class PolicyTracker:
                 not given, within the seed's bound of ``MAX_FINGERPRINT_BYTES``).
             fingerprint: the call's identity computed by the host
                 (:func:`amos.policy.canonical.call_identity`, the same digest, unbounded).
+            progress_now: the progress key sampled just now (for a repeated write/unknown
+                action: changed since the earlier one → not a repeat).
 
         Returns:
             An :class:`Admission`. ``run`` admissions are counted against ``max_tracked``.
@@ -358,6 +369,9 @@ class PolicyTracker:
             return self._admit_read(call_id, fp)
         identity = f"w:{fp}:{self.revision}"
         earlier = self._admissions.get(identity)
+        if earlier is not None and self._moved_since(identity, progress_now):
+            earlier = None  # not a repeat: its result or the progress key changed since (polling progress)
+            self._write_blocked.discard(identity)
         if earlier is not None and identity in self._write_blocked:
             return Admission("stop", f"{tool_name} was requested again, identical to call {earlier}, after the "
                              "host refused to repeat it", identity=identity, cause="policy_stop",
@@ -365,11 +379,23 @@ class PolicyTracker:
         if earlier is not None:
             self._write_blocked.add(identity)
             return Admission("blocked", f"blocked: identical to call {earlier}, already admitted in this "
-                             "execution with nothing written since; a write or command is never repeated "
-                             "automatically — check its result, or change something first")
+                             "execution; since then no write ran, the host's progress key did not change and "
+                             "its result was the same as before — a write or command is never repeated on "
+                             "that evidence alone: check its result, or change something first")
         self._admissions[identity] = call_id
+        self._write_progress[identity] = self.progress_key
         self._call_identity[call_id] = ("w", identity)
         return Admission("run", identity=identity)
+
+    def _moved_since(self, identity: str, progress_now: str | None = None) -> bool:
+        """A write/unknown action whose world moved since it was admitted (issue 17 item 13):
+        the progress key changed since (sampled after its round, and now), or its last two
+        results differ (output, exit code)."""
+        now = progress_now if progress_now is not None else self.progress_key
+        if now is not None and identity in self._write_progress and self._write_progress[identity] not in (None, now):
+            return True
+        results = self._write_results.get(identity, [])
+        return len(results) >= 2 and (results[-1] != results[-2] or results[-1] is None)
 
     def _admit_read(self, call_id: str, fp: str) -> Admission:
         identity = f"r:{fp}:{self.effects}:{self.progress_key}"
@@ -435,6 +461,10 @@ class PolicyTracker:
                 self._read_counts[identity] = 1  # a changed result is progress: the count starts again
                 self._read_warned.discard(identity)
             self._read_results[identity] = rfp
+        if kind_identity and kind_identity[0] == "w" and status == "succeeded":
+            results = self._write_results.setdefault(kind_identity[1], [])
+            results.append(result_fingerprint(result))
+            del results[:-2]
         if effect != "read" and completion == "unknown":
             return "uncertain"
         if status == "succeeded" and effect != "read":
@@ -452,6 +482,10 @@ class PolicyTracker:
             True when the key stayed unchanged for ``max_unchanged_progress`` samples
             in a row (the counter then starts again).
         """
+        if self.progress_key is None:  # the first sample is the state after the actions admitted so far
+            for identity, seen in self._write_progress.items():
+                if seen is None:
+                    self._write_progress[identity] = key
         if self.progress_key is not None and key == self.progress_key:
             self.unchanged_progress += 1
         else:
@@ -474,7 +508,8 @@ class PolicyTracker:
         return True
 
     _STATE_SETS = ("_signatures", "_read_warned", "_write_blocked")
-    _STATE_DICTS = ("_admissions", "_read_counts", "_read_results", "_call_identity")
+    _STATE_DICTS = ("_admissions", "_read_counts", "_read_results", "_call_identity", "_write_progress",
+                    "_write_results")
     _STATE_SCALARS = ("revision", "effects", "recovery_attempts", "progress_key", "unchanged_progress",
                       "progress_changed", "observation_count")
 

@@ -31,6 +31,7 @@ Cause = Literal[
     "checker_error",
     "no_progress",
     "recovery_exhausted",
+    "storage_error",
 ]
 
 
@@ -220,7 +221,7 @@ def decide_verdict(cause: str | None, facts: StopFacts) -> Verdict:
     Returns:
         The verdict (spec/stop-receipts.md "Verdicts, in precedence order").
     """
-    if cause in ("tool_error", "provider_error", "refusal"):
+    if cause in ("tool_error", "provider_error", "refusal", "storage_error"):
         return "FAILED"
     if cause == "approval_required":
         return "WAITING" if facts.approval_routed else "WAITING_UNROUTED"

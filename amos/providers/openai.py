@@ -527,6 +527,17 @@ class OpenAIChatProvider:
         self._client: openai.AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
+    def probe_window(self) -> int | None:
+        """The context window an OpenAI-compatible server serves (its ``/props``,
+        ``/models`` or Ollama's API), or None (issue 17, item 16). Blocking: call it in a
+        thread. Never for the OpenAI API itself (its models are in amos's table)."""
+        s = self.settings
+        if self.provider_name != "openai-compatible" or not s.base_url:
+            return None
+        from amos.providers.context_window import probe_context_window
+
+        return probe_context_window(s.base_url, self.model_name, api_key=s.api_key or None)
+
     def __repr__(self) -> str:
         return f"OpenAIChatProvider({self.settings!r})"
 

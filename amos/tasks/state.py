@@ -86,6 +86,7 @@ class TaskState:
         self._book = _book if _book is not None else binding
         self._clock = clock
         self._destroyed = False
+        self._input_filter: Any = None
 
     # Construction from saved data ----------------------------------------------------
 
@@ -297,7 +298,17 @@ class TaskState:
             )
         return Draft(self._book, self._clock() if self._clock else None)
 
+    def filter_inputs(self, fn: Any) -> None:
+        """Pass every input of every mutation through ``fn(json_value) -> json_value`` first
+        (the host masks secrets there: a key typed into a note never reaches the notebook,
+        the session or a model request — issue 17, item 2)."""
+        self._input_filter = fn
+
     def _admit(self, model: Any, value: Any, what: str) -> Any:
+        if self._input_filter is not None:
+            if hasattr(value, "model_dump"):
+                value = value.model_dump(mode="json")
+            value = self._input_filter(value)
         return admit(model, value, what, self._limits.max_snapshot_bytes)
 
     def _add_unconfirmed(self, notes: list[Any], expected_revision: int, authority: str) -> dict[str, Any]:
