@@ -240,7 +240,7 @@ class Host:
             SessionError: ``bad_name`` saying what is accepted, ``name_taken`` naming the
                 session that has it (names stand for an id, so they stay unique).
         """
-        return reports.check_session_name(self.engine, name)
+        return reports.check_session_name(self.engine, self.engine.masker.clean(name))
 
     # ------------------------------------------------------------------ runs
 
