@@ -48,9 +48,30 @@ def main() -> None:
 
         if handled:
             _signal.signal(_signal.SIGINT, _exit_quietly)
-        cli_main()
+        try:
+            cli_main()
+        except SystemExit as done:
+            _leave(done.code)
+            raise
+        _leave(0)
     except KeyboardInterrupt:
         raise SystemExit(INTERRUPTED) from None
+
+
+def _leave(code: object) -> None:
+    """Exit now when a worker thread is still alive (a file read stuck on a slow or odd
+    file after a cancel): its result is no longer wanted, and the interpreter would wait
+    for it at exit for ever (issue 17, item 8). Output is flushed first."""
+    import threading
+
+    if not any(t.is_alive() and not t.daemon and t is not threading.main_thread() for t in threading.enumerate()):
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code if isinstance(code, int) else (0 if code is None else 1))
 
 
 if __name__ == "__main__":

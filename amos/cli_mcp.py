@@ -10,7 +10,6 @@ server is started (``tools`` and ``check``), never for ``amos --help``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
+from amos import aio
 from amos.errors import AmosError
 
 mcp_app = typer.Typer(
@@ -110,7 +110,7 @@ def tools_command(config: ConfigOption = None, json_out: JsonOption = False) -> 
 
     with _command_edge():
         library, hub = _hub(config)
-        statuses, entries = asyncio.run(_started(hub))
+        statuses, entries = aio.run(_started(hub))
         _notices(hub)
         permissions = library.tool_permissions()
         if json_out:
@@ -137,7 +137,7 @@ def check_command(config: ConfigOption = None, json_out: JsonOption = False) -> 
 
     with _command_edge():
         _, hub = _hub(config)
-        statuses, _ = asyncio.run(_started(hub))
+        statuses, _ = aio.run(_started(hub))
         _notices(hub)
         failed = [s for s in statuses if s.state == "failed"]
         if json_out:

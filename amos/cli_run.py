@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from amos import aio
 from amos.cli_flags import RunFlags
 from amos.errors import AmosError, UsageError
 from amos.events import (
@@ -217,7 +218,7 @@ def _exit_for(finished: RunFinished, signal_name: str | None) -> int:
 def _render_run(runner: Any, events: Any, json_out: bool, quiet: bool) -> int:
     """Consume a run's events with the terminal renderer; returns the exit code."""
     renderer = Renderer(json_out=json_out, quiet=quiet, err=sys.stderr, out=_out())
-    finished, sig = asyncio.run(_consume(runner, events, renderer))
+    finished, sig = aio.run(_consume(runner, events, renderer))
     if finished is None:
         print("amos: the run ended without a stop receipt", file=sys.stderr)
         return 8
@@ -243,7 +244,7 @@ def _run_line(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
             print(printable(f"amos: {exc}" + (f"\nusage: {exc.usage}" if exc.usage else "")), file=sys.stderr)
         return 2
     if outcome.finish is not None:
-        outcome = asyncio.run(outcome.finish())
+        outcome = aio.run(outcome.finish())
     if outcome.save_error is not None:
         raise outcome.save_error
     result = outcome.result

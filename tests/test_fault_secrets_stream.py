@@ -77,3 +77,25 @@ def test_model_text_cannot_drive_the_terminal_on_stdout_or_in_a_pipe(tmp_path):
     for raw in ("\x1b", "\x07", "\u202e", "\u202c", "\x9b"):
         assert raw not in result.stdout and raw not in result.stderr
     assert "\\x1b]52" in result.stdout and "\\u202e" in result.stdout
+
+
+def test_a_worker_thread_stuck_after_a_cancel_never_keeps_amos_alive():
+    """Issue 17, item 8: the receipt is printed and the process exits, whatever a thread does."""
+    import subprocess
+    import sys
+    import time
+
+    code = ("import asyncio, time\n"
+            "from amos import aio\n"
+            "from amos.__main__ import _leave\n"
+            "async def main():\n"
+            "    stuck = asyncio.ensure_future(asyncio.to_thread(time.sleep, 60))\n"
+            "    await asyncio.sleep(0.2)\n"
+            "    stuck.cancel()\n"
+            "aio.run(main())\n"
+            "print('receipt printed', flush=True)\n"
+            "_leave(3)\n")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.stdout.strip() == "receipt printed" and done.returncode == 3
+    assert time.monotonic() - started < 15
