@@ -1,7 +1,7 @@
-"""Checkpoints, restore and repair: the recovery part of :class:`~amos.sessions.SessionStore`.
+"""Checkpoints, restore and repair of a :class:`~amos.session_store.SessionStore`.
 
-A mixin, so the store stays one object with one seam for writes (``write_file``) while
-this module keeps the recovery rules in one place (issue "Sessions that never lose
+A collaborator the store owns and delegates to, so the store keeps one seam for writes
+(``write_file``) while this module keeps the recovery rules in one place (issue "Sessions that never lose
 work": checkpoints, restore, corruption and repair). Callers hold the session's run
 lock for every method that writes.
 """
@@ -23,7 +23,7 @@ from amos.errors import SessionError
 from amos.journal import read_journal, read_regular
 
 if TYPE_CHECKING:
-    from amos.journal import Journal
+    from amos.session_store import SessionStore
     from amos.sessions import Session
 
 CHECKPOINT_REASONS = ("run_end", "waiting", "save", "before_restore", "before_compaction")
@@ -65,22 +65,20 @@ def _digest(path: Path) -> str | None:
         return None
 
 
-class RecoveryDuties:
-    """Checkpoint, restore and repair methods of the session store."""
+class SessionRecovery:
+    """Checkpoint, restore and repair rules of one session store (a collaborator the store
+    owns: :attr:`SessionStore.recovery <amos.session_store.SessionStore>`).
 
-    root: Path
-    warnings: list[str]
-    path: Callable[[str], Path]
-    session_dir: Callable[[str], Path]
-    journal_path: Callable[[str], Path]
-    write_file: Callable[[Path, bytes], None]
-    read_data: Callable[[str], dict[str, Any]]
-    save: Callable[[Session], Path]
-    journal: Callable[[Session], Journal]
+    Args:
+        store: the session store whose folders, writes and loading it uses.
+    """
+
+    def __init__(self, store: SessionStore):
+        self.store = store
 
     def checkpoints_of(self, session_id: str) -> Checkpoints:
         """The checkpoints folder of a session (writes go through ``write_file``)."""
-        return Checkpoints(self.session_dir(session_id) / "checkpoints", write=self.write_file)
+        return Checkpoints(self.store.session_dir(session_id) / "checkpoints", write=self.store.write_file)
 
     def take_checkpoint(self, session: Session, reason: str, *, label: str | None = None,
                         keep: int = 20) -> CheckpointInfo:
@@ -99,7 +97,7 @@ class RecoveryDuties:
         number = max(folder.highest(), session.last_checkpoint) + 1
         previous = session.last_checkpoint
         session.last_checkpoint = number
-        journal = getattr(self, "_journals", {}).get(session.id)
+        journal = self.store._journals.get(session.id)
         if journal is not None:
             session.journal_seq = journal.seq
         info = CheckpointInfo(
@@ -138,7 +136,7 @@ class RecoveryDuties:
         folder = self.checkpoints_of(session.id)
         where = str(folder.folder / f"{number:06d}.json")
         restored = validate_session(migrate(folder.read(number), where), where)
-        self.save(session)
+        self.store.save(session)
         self.take_checkpoint(session, "before_restore", keep=keep)
         restored = restored.model_copy(update={
             "id": session.id, "name": session.name, "evidence_scope": session.evidence_scope,
@@ -148,11 +146,11 @@ class RecoveryDuties:
             "estimator": session.estimator,
             "host": restored.host.model_copy(update={"checker_pins": dict(session.host.checker_pins)}),
         })
-        journal = self.journal(session)
+        journal = self.store.journal(session)
         journal.append("snapshot", datetime.now(UTC).isoformat(timespec="milliseconds"),
                        session=restored.model_dump(mode="json"), restored_from=number)
         journal.sync()
-        self.save(restored)
+        self.store.save(restored)
         return restored
 
     # ------------------------------------------------------------------ corruption
@@ -166,7 +164,7 @@ class RecoveryDuties:
         Returns:
             The path of the kept copy, or None when there was no file.
         """
-        path = self.path(session_id)
+        path = self.store.path(session_id)
         digest = _digest(path)
         if digest is None:
             return None
@@ -180,7 +178,7 @@ class RecoveryDuties:
         if move:
             os.replace(path, aside)
         else:
-            self.write_file(aside, read_regular(path))
+            self.store.write_file(aside, read_regular(path))
         return aside
 
     def recovery_source(self, session_id: str) -> str:
@@ -188,7 +186,7 @@ class RecoveryDuties:
         rows = self.checkpoints_of(session_id).list()
         if rows:
             return f"checkpoint {rows[-1].number} plus the journal"
-        first = read_journal(self.journal_path(session_id)).entries[:1]
+        first = read_journal(self.store.journal_path(session_id)).entries[:1]
         if first and first[0].get("kind") == "snapshot":
             return "the journal"
         return ""
@@ -221,11 +219,11 @@ class RecoveryDuties:
         from amos.sessions import validate_session
 
         warnings: list[str] = []
-        journal_path = self.journal_path(session_id)
+        journal_path = self.store.journal_path(session_id)
         try:
-            data = self.read_data(session_id)
-            validate_session(dict(data), str(self.path(session_id)))
-            source, loader = "snapshot", (lambda: self.read_data(session_id))
+            data = self.store.read_data(session_id)
+            validate_session(dict(data), str(self.store.path(session_id)))
+            source, loader = "snapshot", (lambda: self.store.read_data(session_id))
         except SessionError as exc:
             if exc.code != "corrupt":
                 raise
@@ -233,15 +231,14 @@ class RecoveryDuties:
             data, source, loader = self._repair_base(session_id, warnings)
         found = read_journal(journal_path, after_seq=int(data.get("journal_seq") or 0))
         warnings.extend(found.warnings)
-        before = len(self.warnings)
-        session = self._replayed(session_id, data, found.entries, loader=loader, gaps=found.gaps)
-        warnings.extend(self.warnings[before:])
-        del self.warnings[before:]
+        before = len(self.store.warnings)
+        session = self.store._replayed(session_id, data, found.entries, loader=loader, gaps=found.gaps)
+        warnings.extend(self.store.warnings[before:])  # this repair's, returned with its result
         applied = sum(1 for e in found.entries if e.get("kind") in ("message", "messages", "snapshot", "fields",
                                                                     "model_call"))
         session.id = session_id
         aside = self.set_aside(session_id, move=True) if source != "snapshot" else None
-        self.save(session)
+        self.store.save(session)
         return RepairResult(session=session, source=source, replayed=applied, set_aside=aside, warnings=warnings)
 
     def _repair_base(self, session_id: str, warnings: list[str]) -> tuple[dict[str, Any], str, Callable]:
@@ -258,10 +255,10 @@ class RecoveryDuties:
                 return load(), f"checkpoint {row.number}", load
             except SessionError as exc:
                 warnings.append(f"checkpoint {row.number} is unusable: {exc}")
-        found = read_journal(self.journal_path(session_id))
+        found = read_journal(self.store.journal_path(session_id))
         if found.entries and found.entries[0].get("kind") == "snapshot":
             def empty() -> dict[str, Any]:
                 return {"id": session_id, "journal_seq": 0, "version": 2}
             return empty(), "journal", empty
         raise SessionError("corrupt", f"session {session_id} cannot be repaired: no readable checkpoint, and its "
-                           f"journal does not start with a snapshot ({self.path(session_id)})")
+                           f"journal does not start with a snapshot ({self.store.path(session_id)})")

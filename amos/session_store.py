@@ -19,10 +19,11 @@ from filelock import FileLock, Timeout
 
 from amos import safe_read
 from amos.atomic import atomic_write_bytes
+from amos.checkpoints import CheckpointInfo, Checkpoints
 from amos.errors import SessionError
 from amos.journal import Journal, read_journal, read_regular, replay, tail_seq
 from amos.journal_gaps import JournalGap
-from amos.session_recovery import RecoveryDuties
+from amos.session_recovery import RepairResult, SessionRecovery
 from amos.sessions import (
     _ID_RE,
     SESSION_VERSION,
@@ -47,7 +48,7 @@ def _is_empty(path: Path) -> bool:
 
 
 
-class SessionStore(RecoveryDuties):
+class SessionStore:
     """Sessions under one folder: snapshots, journals, checkpoints and run locks.
 
     Layout per session (DESIGN.md "Storage"): ``<id>/session.json`` (the snapshot, 0600),
@@ -61,8 +62,10 @@ class SessionStore(RecoveryDuties):
             first write.
 
     Attributes:
-        warnings: problems met while loading (a torn journal line, a replay that
-            stopped), one line each, oldest first; front ends show and clear them.
+        warnings: every problem met while loading (a torn journal line, a replay that
+            stopped), one line each, oldest first — a log the store keeps; callers get
+            the warnings of their own call from :meth:`open` / :meth:`open_journal`.
+        recovery: checkpoints, restore and repair (:class:`~amos.session_recovery.SessionRecovery`).
     """
 
     journal_class = Journal
@@ -71,6 +74,52 @@ class SessionStore(RecoveryDuties):
         self.root = Path(root)
         self.warnings: list[str] = []
         self._journals: dict[str, Journal] = {}
+        self.recovery = SessionRecovery(self)
+
+    # ------------------------------------------------------------------ recovery (delegated)
+
+    def checkpoints_of(self, session_id: str) -> Checkpoints:
+        """The checkpoints folder of a session."""
+        return self.recovery.checkpoints_of(session_id)
+
+    def take_checkpoint(self, session: Session, reason: str, *, label: str | None = None,
+                        keep: int = 20) -> CheckpointInfo:
+        """Write an immutable checkpoint of ``session`` (see :class:`SessionRecovery`)."""
+        return self.recovery.take_checkpoint(session, reason, label=label, keep=keep)
+
+    def restore(self, session: Session, number: int, *, keep: int = 20) -> Session:
+        """Replace ``session`` with checkpoint ``number`` (the current state checkpointed first)."""
+        return self.recovery.restore(session, number, keep=keep)
+
+    def recovery_source(self, session_id: str) -> str:
+        """What ``amos sessions repair`` would rebuild the session from."""
+        return self.recovery.recovery_source(session_id)
+
+    def corrupt_error(self, session_id: str, problem: str) -> SessionError:
+        """The ``corrupt`` error for an unreadable session (a copy is kept aside)."""
+        return self.recovery.corrupt_error(session_id, problem)
+
+    def set_aside(self, session_id: str, *, move: bool) -> Path | None:
+        """Keep an unreadable snapshot aside as ``session.json.corrupt-<time>``."""
+        return self.recovery.set_aside(session_id, move=move)
+
+    def repair(self, session_id: str) -> RepairResult:
+        """Rebuild an unreadable session from its newest good checkpoint plus its journal."""
+        return self.recovery.repair(session_id)
+
+    # ------------------------------------------------------------------ warnings as return values
+
+    def open(self, id_or_name: str) -> tuple[Session, list[str]]:
+        """:meth:`load`, and the warnings this load met (a recovered journal, a torn line)."""
+        before = len(self.warnings)
+        session = self.load(id_or_name)
+        return session, list(self.warnings[before:])
+
+    def open_journal(self, session: Session) -> tuple[Journal, list[str]]:
+        """:meth:`journal`, and the warnings opening it met (a damaged journal set aside)."""
+        before = len(self.warnings)
+        journal = self.journal(session)
+        return journal, list(self.warnings[before:])
 
     def _ensure_root(self) -> None:
         try:

@@ -3,7 +3,7 @@
 Front ends (the TUI, the CLI modules, the slash commands) talk to the engine only
 through its host API: they import no provider, store, journal, checkpoint, evidence or
 policy module (not even for type hints) and read none of the host's engine-side
-attributes.
+attributes. No class is built from mixins.
 """
 
 from __future__ import annotations
@@ -67,6 +67,28 @@ def test_front_ends_read_no_engine_side_attribute_of_the_host():
             if isinstance(node, ast.Attribute) and node.attr in ENGINE_SIDE_ATTRIBUTES \
                     and _host_expression(node.value):
                 offences.append(f"{path.relative_to(ROOT)}:{node.lineno} reads .{node.attr} of the host")
+    assert not offences, "\n".join(offences)
+
+
+def _classes() -> dict[str, tuple[Path, ast.ClassDef]]:
+    found = {}
+    for path in ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, (path, node))
+    return found
+
+
+def test_no_class_is_built_from_mixins():
+    """No amos class has more than one base class, and none inherits a ``*Duties`` mixin."""
+    allowed_pairs = {("str", "Enum")}
+    offences = []
+    for name, (path, node) in _classes().items():
+        bases = [ast.unparse(b).split("[")[0] for b in node.bases]
+        if len(bases) > 1 and tuple(bases) not in allowed_pairs:
+            offences.append(f"{path.relative_to(ROOT)}: class {name}({', '.join(bases)})")
+        if any(b.endswith("Duties") or b.endswith("Mixin") for b in bases):
+            offences.append(f"{path.relative_to(ROOT)}: class {name} inherits a mixin ({', '.join(bases)})")
     assert not offences, "\n".join(offences)
 
 

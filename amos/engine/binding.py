@@ -67,11 +67,7 @@ class SessionBinding:
         store = self._store()
         if not store.exists(session.id):
             store.save(session)
-        before = len(store.warnings)
-        journal = store.journal(session)
-        warnings = list(store.warnings[before:])
-        del store.warnings[before:]
-        return journal, warnings
+        return store.open_journal(session)
 
     def close_journal(self, session_id: str) -> None:
         """fsync and close the session's journal (also one a restore opened)."""

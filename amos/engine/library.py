@@ -80,11 +80,6 @@ class Library:
         config, warnings = load_host_config(RunOptions(config_path=config_path))
         return cls(config, open_store(config)), warnings
 
-    def _taken(self) -> list[str]:
-        warnings = list(self.store.warnings)
-        self.store.warnings.clear()
-        return warnings
-
     @contextmanager
     def _locked(self, session_id: str) -> Iterator[None]:
         lock = self.store.lock(session_id)
@@ -114,8 +109,8 @@ class Library:
         Raises:
             SessionError: ``not_found``, ``corrupt``, ``too_new``.
         """
-        session = self.store.load(id_or_name)
-        return Loaded(session, self._taken())
+        session, warnings = self.store.open(id_or_name)
+        return Loaded(session, warnings)
 
     def delete(self, id_or_name: str) -> str:
         """Delete a session folder; returns its id.
@@ -179,9 +174,9 @@ class Library:
         """
         resolved = self.store.resolve(id_or_name)
         with self._locked(resolved):
-            current = self.store.load(resolved)
+            current, warnings = self.store.open(resolved)
             restored = self.store.restore(current, number, keep=int(self.config.sessions.max_checkpoints))
-        return Restored(resolved, number, current.last_checkpoint, len(restored.messages), self._taken())
+        return Restored(resolved, number, current.last_checkpoint, len(restored.messages), warnings)
 
     def repair(self, id_or_name: str) -> tuple[str, Any]:
         """Rebuild an unreadable session from its newest good checkpoint plus its journal.

@@ -111,12 +111,11 @@ def _open_session(store: SessionStore, options: RunOptions, opened: Opened) -> t
     session_id = store.resolve(options.session)
     lock = store.lock(session_id)
     try:
-        session = store.load(session_id)
+        session, warnings = store.open(session_id)
     except AmosError:
         lock.release()
         raise
-    opened.warnings.extend(store.warnings)  # a recovered journal, a torn last line…
-    store.warnings.clear()
+    opened.warnings.extend(warnings)  # a recovered journal, a torn last line…
     return session, lock
 
 
