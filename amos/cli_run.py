@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from amos import aio
 from amos.cli_flags import RunFlags
-from amos.errors import AmosError, UsageError
+from amos.errors import AmosError, SlashCommandError, UsageError
 from amos.events import (
     ApprovalRequested,
     Notice,
@@ -228,9 +228,14 @@ def _render_run(runner: Any, events: Any, json_out: bool, quiet: bool) -> int:
 
 def _run_line(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
     """Run one typed line (a prompt, a slash command, a custom command) and render it."""
-    from amos.slash import run_line
+    from amos.slash import LineOutcome, run_line
 
     outcome = run_line(runner, line)
+    if outcome.kind == "run" and outcome.expand is not None:  # an MCP prompt: the server renders it
+        try:
+            outcome.events = runner.run(aio.run(outcome.expand()))
+        except SlashCommandError as exc:
+            outcome = LineOutcome(line=line, kind="error", error=exc)
     if outcome.kind == "run":
         return _render_run(runner, outcome.events, json_out, quiet)
     if outcome.kind == "error":

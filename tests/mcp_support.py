@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +74,34 @@ def wait_gone(pids: list[int], timeout: float = 5.0) -> list[int]:
             return []
         time.sleep(0.05)
     return [pid for pid in pids if alive(pid)]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def http_server(token: str) -> Iterator[int]:
+    """Run tests/mcp_servers/http_server.py (the mcp SDK's own server API) on 127.0.0.1;
+    yields its port. Fails the test when it does not start within 30 s."""
+    import pytest
+
+    port = free_port()
+    server = subprocess.Popen([sys.executable, str(SERVERS / "http_server.py"), str(port), token],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("the test HTTP MCP server did not start")
+                time.sleep(0.05)
+        yield port
+    finally:
+        server.kill()
+        server.wait()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from .mcp_support import SERVERS, call, make_hub, manager, processes_with
+from .mcp_support import call, http_server, make_hub, manager, processes_with
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -26,30 +25,10 @@ BIN = Path(sys.executable).parent
 TOKEN = "test-token-8c1f2b"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def http_port():
-    port = _free_port()
-    server = subprocess.Popen([sys.executable, str(SERVERS / "http_server.py"), str(port), TOKEN],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                pytest.fail("the test HTTP MCP server did not start")
-            time.sleep(0.05)
-    yield port
-    server.kill()
-    server.wait()
+    with http_server(TOKEN) as port:
+        yield port
 
 
 @pytest.fixture(scope="module")

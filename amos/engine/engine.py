@@ -23,6 +23,7 @@ from amos.engine.evidence import EvidenceRecorder
 from amos.engine.finish import RunEnd
 from amos.engine.gates import Gate
 from amos.engine.masking import Masker
+from amos.engine.mcp import McpTools
 from amos.engine.model import ModelSlot
 from amos.engine.permissions import Approvals
 from amos.engine.settings import RunSettings
@@ -55,6 +56,7 @@ class Engine:
         approvals: approval answers and session approvals (in memory).
         run_end: how a run ends.
         doom_guard: doom-loop state (None when ``doom_loop`` is off).
+        mcp: the MCP servers' tools and notices (None without servers; issue 18).
         extra_gates: gates added by the caller, after the built-in ones.
         policy_override: a loop policy set with ``Host.set_loop_policy`` (unset: config's).
     """
@@ -75,6 +77,7 @@ class Engine:
     approvals: Approvals
     run_end: RunEnd
     doom_guard: DoomLoopGuard | None = None
+    mcp: McpTools | None = None
     extra_gates: list[Gate] = field(default_factory=list)
     policy_override: Any = _UNSET
 

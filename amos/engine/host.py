@@ -24,6 +24,7 @@ from amos.engine.context_budget import CompactionResult
 from amos.engine.driver import RunDriver
 from amos.engine.engine import Engine
 from amos.engine.loop import TurnLoop
+from amos.engine.mcp_control import McpControl
 from amos.engine.policy_gate import live_diagnostics
 from amos.engine.previews import FileDiff
 from amos.engine.state import RunState
@@ -601,8 +602,16 @@ class Host:
         """
         self.engine.binding.relock(self.session_id)
 
+    @property
+    def mcp(self) -> McpControl:
+        """The session's MCP servers: status, tools, prompts (issue 18; empty without servers)."""
+        return McpControl(self.engine.mcp)
+
     def close(self) -> None:
-        """Release the session lock and temporary resources (the journal is fsynced)."""
+        """Stop the session's MCP servers, release the session lock and temporary
+        resources (the journal is fsynced)."""
+        if self.engine.mcp is not None:
+            self.engine.mcp.close()
         self.engine.transcript.close()
         for fn in self._on_close:
             fn()

@@ -83,7 +83,7 @@ class TurnLoop:
         """(Re)build the gate list and the round around them (the policy gate arrives at start)."""
         engine = self.engine
         self.gates = [*builtin_gates(self.durability, self.permissions, self.doom, self.policy),
-                      *engine.extra_gates]
+                      *([engine.mcp] if engine.mcp is not None else []), *engine.extra_gates]
         recorder = OutcomeRecorder(engine.tools, engine.transcript, engine.evidence, engine.masker, self.gates)
         self.round = ToolRound(engine.tools, CallPlanner(engine.tools), self.gates, self.permissions, recorder,
                                done_tool=self.plan.done_tool)
@@ -124,6 +124,8 @@ class TurnLoop:
             try:
                 async with asyncio.timeout(timeout):
                     if await self._start_policy():
+                        if engine.mcp is not None:  # before the first request and before held calls run
+                            await engine.mcp.prepare(run, self.policy.policy if self.policy else None)
                         await engine.completion.baseline(run, self.policy, self.plan)
                         await body()
             except TimeoutError:

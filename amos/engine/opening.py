@@ -31,6 +31,7 @@ from amos.engine.finish import RunEnd
 from amos.engine.gates import Gate
 from amos.engine.host import Host
 from amos.engine.masking import Masker
+from amos.engine.mcp import McpBridge, McpTools, is_mcp_tool_name
 from amos.engine.model import ModelSlot
 from amos.engine.options import (
     HUMAN_VERIFY,
@@ -260,7 +261,7 @@ def _task_state(config: AmosConfig, session: Session) -> Any:
     return tasks
 
 
-def _evidence_capture(config: AmosConfig, session: Session) -> Any:
+def _evidence_capture(config: AmosConfig, session: Session, secrets: tuple[str, ...]) -> Any:
     """Evidence capture when ``evidence.enabled`` (else None).
 
     Raises:
@@ -280,7 +281,7 @@ def _evidence_capture(config: AmosConfig, session: Session) -> Any:
                           f"config gives {scope}; open it with the config that created it",
                           json_path="evidence.scope")
     session.evidence_scope = scope
-    return EvidenceCapture(store, secrets=secret_values(config), identity=dict(scope), session_id=session.id,
+    return EvidenceCapture(store, secrets=secrets, identity=dict(scope), session_id=session.id,
                            project_threshold_bytes=int(config.evidence.project_threshold_bytes))
 
 
@@ -309,12 +310,16 @@ def _tool_manager(config: AmosConfig, choice: _Choice, opened: Opened, extra_too
                             max_output_bytes=int(config.tools.max_output_bytes), env=env))
 
 
-def _loop_policy(config: AmosConfig, tools: Any, choice: _Choice) -> LoopPolicy | None:
+def _loop_policy(config: AmosConfig, tools: Any, choice: _Choice, mcp: bool) -> LoopPolicy | None:
     if config.loop_policy is None:
         return None
     policy = LoopPolicy.from_config(config.loop_policy)
+    effects = {spec.name: tools.effect(spec.name) for spec in tools.specs()}
+    if mcp:  # MCP tools are listed when a run starts (McpTools.prepare checks them then)
+        named = [*(policy.read_only_tools or ()), *(policy.completion.require_tools if policy.completion else ())]
+        effects.update({name: "read" for name in named if is_mcp_tool_name(name) and name not in effects})
     try:
-        policy.check_tools({spec.name: tools.effect(spec.name) for spec in tools.specs()})
+        policy.check_tools(effects)
     except ValueError as exc:
         raise ConfigError(str(exc), json_path="loop_policy") from None
     comp = policy.with_verify(choice.verify).completion
@@ -325,7 +330,8 @@ def _loop_policy(config: AmosConfig, tools: Any, choice: _Choice) -> LoopPolicy 
     return policy
 
 
-def _settings(config: AmosConfig, options: RunOptions, choice: _Choice, loop_policy: LoopPolicy | None) -> RunSettings:
+def _settings(config: AmosConfig, options: RunOptions, choice: _Choice, loop_policy: LoopPolicy | None,
+              secrets: tuple[str, ...]) -> RunSettings:
     policy = config.loop_policy
     return RunSettings(
         max_steps=choice.max_steps,
@@ -342,7 +348,7 @@ def _settings(config: AmosConfig, options: RunOptions, choice: _Choice, loop_pol
         policy_hash=policy_hash(config),
         loop_policy=loop_policy,
         autosave=bool(config.sessions.autosave) or not options.interactive,
-        secrets=secret_values(config),
+        secrets=secrets,
     )
 
 
@@ -355,9 +361,39 @@ def _remember_host(session: Session, options: RunOptions, choice: _Choice) -> No
         checker_pins=dict(host.checker_pins))
 
 
+def _mcp_servers(config: AmosConfig, options: RunOptions, opened: Opened) -> Any:
+    """The configured MCP servers (``mcpServers`` and a trusted ``./.mcp.json``); their
+    loading notices (an untrusted file, ignored keys) become warnings of the open.
+
+    Raises:
+        ConfigError: an invalid server entry or ``.mcp.json`` (names the server and field).
+    """
+    from amos.mcp import McpServers, load_mcp_servers
+
+    loaded = load_mcp_servers(config, project_dir=options.cwd)
+    opened.warnings.extend(w for w in loaded.warnings if w not in opened.warnings)
+    return McpServers(list(loaded.servers))
+
+
+def _mcp_tools(servers: Any, tools: Any, *, store: SessionStore, session: Session, saved: bool,
+               workspace: Path, secrets: tuple[str, ...]) -> McpTools | None:
+    """The MCP collaborator (None without servers); the hub is built on first use and
+    its servers' stderr logs kept under the session folder."""
+    if not servers.servers:
+        return None
+    from amos.mcp import McpHub
+
+    log_dir = store.session_dir(session.id) / "mcp" if saved else paths.log_dir() / "mcp"
+
+    def make_hub() -> McpHub:
+        return McpHub(servers, log_dir=log_dir, cwd=workspace, secrets=secrets)
+
+    return McpTools(McpBridge(make_hub), tools, [spec.name for spec in servers.servers])
+
+
 def wire(*, config: AmosConfig, settings: RunSettings, session: Session, binding: SessionBinding,
          model: ModelSlot, tools: Any, workspace: Path, capture: Any, tasks: Any,
-         extra_gates: list[Gate] | None = None) -> Engine:
+         extra_gates: list[Gate] | None = None, mcp: McpTools | None = None) -> Engine:
     """Wire the collaborators of one session into an :class:`Engine`.
 
     Args:
@@ -371,6 +407,7 @@ def wire(*, config: AmosConfig, settings: RunSettings, session: Session, binding
         capture: evidence capture, or None.
         tasks: the task notebook, or None.
         extra_gates: gates to add after the built-in ones (see :mod:`amos.engine.gates`).
+        mcp: the MCP collaborator, or None.
     """
     autosave = binding.saved and settings.autosave
     masker = Masker(settings.secrets)
@@ -392,6 +429,7 @@ def wire(*, config: AmosConfig, settings: RunSettings, session: Session, binding
         run_end=RunEnd(settings, transcript, binding, instructions, autosave=autosave),
         doom_guard=DoomLoopGuard.from_config(config.doom_loop, session.doom_loop) if config.doom_loop else None,
         extra_gates=list(extra_gates or []),
+        mcp=mcp,
     )
 
 
@@ -421,7 +459,9 @@ def open_host(options: RunOptions, *, extra_gates: list[Gate] | None = None) -> 
         factory = _provider_factory(config, choice, session, options.cwd)
         provider = factory(choice.model)
         _check_escalation(config, factory)
-        capture = _evidence_capture(config, session)
+        servers = _mcp_servers(config, options, opened)
+        secrets = tuple(dict.fromkeys(secret_values(config) + servers.secret_values()))
+        capture = _evidence_capture(config, session, secrets)
         extra_tools: list = []
         if capture is not None:
             from amos.evidence.tools import evidence_tools
@@ -430,15 +470,18 @@ def open_host(options: RunOptions, *, extra_gates: list[Gate] | None = None) -> 
             extra_tools = evidence_tools(capture.store, lambda record_id: capture.known(record_id))
         tasks = _task_state(config, session)
         tools = _tool_manager(config, choice, opened, extra_tools)
-        settings = _settings(config, options, choice, _loop_policy(config, tools, choice))
+        settings = _settings(config, options, choice, _loop_policy(config, tools, choice, bool(servers.servers)),
+                             secrets)
         _remember_host(session, options, choice)
         if lock is None and not options.no_save:
             lock = store.lock(session.id)
         binding = SessionBinding(None if options.no_save else store, lock,
                                  max_checkpoints=int(config.sessions.max_checkpoints))
+        mcp = _mcp_tools(servers, tools, store=store, session=session, saved=not options.no_save,
+                         workspace=choice.workspace, secrets=secrets)
         engine = wire(config=config, settings=settings, session=session, binding=binding,
                       model=ModelSlot(provider, choice.model, factory), tools=tools, workspace=choice.workspace,
-                      capture=capture, tasks=tasks, extra_gates=extra_gates)
+                      capture=capture, tasks=tasks, extra_gates=extra_gates, mcp=mcp)
     except BaseException:
         if lock is not None:
             lock.release()

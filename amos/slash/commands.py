@@ -18,6 +18,7 @@ from typing import Any
 from amos.errors import AmosError, SessionError, SlashCommandError
 from amos.render import checkpoint_rows_text
 from amos.slash.custom import CustomCommand, Skipped, expand, load_custom_commands
+from amos.slash.mcp import MCP_PREFIX, MCP_USAGE, mcp_command, mcp_prompt_result, prompt_rows
 from amos.slash.parser import parse_line, split_tokens
 
 
@@ -101,6 +102,15 @@ def _help(runner: Any, rest: str, line: str) -> SlashResult:
             return SlashResult(command=line, result={"usage": custom.usage, "summary": custom.description,
                                                      "details": custom.template, "custom": True,
                                                      "source": str(custom.source)}, text=text)
+        prompt = next((p for p in runner.mcp.prompts() if p.command == name), None) \
+            if name.startswith(MCP_PREFIX) else None
+        if prompt is not None:
+            args = "".join(f"\n  {a.name.upper()}{'' if a.required else ' (optional)'}: {a.description}"
+                           for a in prompt.arguments)
+            return SlashResult(command=line, result={"usage": prompt.usage, "summary": prompt.description,
+                                                     "mcp": True, **prompt.to_json()},
+                               text=f"{prompt.usage}\n  {prompt.description}\n  prompt {prompt.prompt!r} of MCP "
+                                    f"server {prompt.server}; arguments by position or NAME=value" + args)
         broken = _broken(skipped, name)
         if broken is not None:
             return _failed(line, "CUSTOM_COMMAND_INVALID",
@@ -116,11 +126,18 @@ def _help(runner: Any, rest: str, line: str) -> SlashResult:
         width = max(len(r["usage"]) for r in custom_rows)
         text += "\n\nCustom commands (each sends its prompt to the model; /help NAME shows it):\n"
         text += "\n".join(f"{r['usage']:<{width}}  {r['summary']}" for r in custom_rows)
+    mcp_rows = prompt_rows(runner)
+    if mcp_rows:
+        width = max(len(r["usage"]) for r in mcp_rows)
+        text += "\n\nMCP prompts (each sends the server's prompt to the model):\n"
+        text += "\n".join(f"{r['usage']:<{width}}  {r['summary']}" for r in mcp_rows)
+    elif runner.mcp.configured:
+        text += "\n\nMCP prompts are listed once the servers have started (/mcp starts them)."
     warnings = [str(s) for s in skipped]
     if warnings:
         text += "\n\nSkipped command files:\n" + "\n".join(f"  {w}" for w in warnings)
     text += "\n\nA line that does not start with / is a prompt; //text sends the prompt /text."
-    return SlashResult(command=line, result={"commands": rows + custom_rows, "custom_warnings": warnings},
+    return SlashResult(command=line, result={"commands": rows + custom_rows + mcp_rows, "custom_warnings": warnings},
                        text=text)
 
 
@@ -481,6 +498,11 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
                               "/verify human      a person confirms each completion claim\n"
                               "/verify off        forget the remembered check (the config's "
                               "completion.command still applies)")),
+    Command("mcp", MCP_USAGE, "MCP servers: start them, show their status, tools and prompts",
+            lambda runner, rest, line: mcp_command(runner, rest, line),
+            details="/mcp  start the configured MCP servers not started yet (mcpServers in the config, a trusted "
+                    "./.mcp.json) and show each one's status, its tools (mcp__SERVER__TOOL) with effect and "
+                    "permission, and its prompts (/mcp__SERVER__PROMPT ARGS: by position or name=value)"),
     Command("clear", "/clear", "clear the screen (not the session)", _clear),
     Command("quit", "/quit", "save (if autosave) and exit", _quit),
 ]}
@@ -524,5 +546,7 @@ def execute_line(runner: Any, line: str) -> SlashResult:
     if broken is not None:
         raise SlashCommandError(f"/{name} cannot be used: {broken.source}: {broken.reason}",
                                 code="CUSTOM_COMMAND_INVALID")
+    if name.startswith(MCP_PREFIX):
+        return mcp_prompt_result(runner, name, parsed.rest, line)
     raise SlashCommandError(f"unknown command /{parsed.name}; /help lists commands", usage="/help [command]",
                             code="UNKNOWN_COMMAND")

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from amos.errors import AmosError, SlashCommandError
 from amos.slash.commands import SlashResult, compact_result, execute_line
+from amos.slash.mcp import mcp_view
 from amos.slash.parser import parse_line
 
 
@@ -33,6 +34,10 @@ class LineOutcome:
         error: the refused command's error.
         save_error: the session changed but could not be saved (the front end says so).
         finish: a coroutine function giving the final result of a long command.
+        expand: for an MCP prompt (``kind == "run"``, ``prompt`` and ``events`` None): a
+            coroutine function giving the prompt text the server rendered; it raises
+            ``SlashCommandError`` (show it like an ``error`` outcome). The front end
+            then starts ``host.run(text)`` itself.
     """
 
     line: str
@@ -43,6 +48,7 @@ class LineOutcome:
     error: SlashCommandError | None = None
     save_error: AmosError | None = None
     finish: Callable[[], Awaitable[LineOutcome]] | None = None
+    expand: Callable[[], Awaitable[str]] | None = None
 
 
 def _saved(host: Any, outcome: LineOutcome) -> LineOutcome:
@@ -83,6 +89,19 @@ def run_line(host: Any, line: str, *, start: bool = True) -> LineOutcome:
     if result.action == "prompt" and result.action_arg is not None:
         return LineOutcome(line=line, kind="run", result=result, prompt=result.action_arg,
                            events=host.run(result.action_arg) if start else None)
+    if result.action == "mcp_prompt" and result.action_arg is not None:
+        name, rest = result.action_arg, parse_line(line).rest
+
+        async def expand() -> str:
+            return await host.mcp.expand_prompt(name, rest)
+
+        return LineOutcome(line=line, kind="run", result=result, expand=expand)
+    if result.action == "mcp_start":
+        async def started() -> LineOutcome:
+            await host.mcp.start()
+            return LineOutcome(line=line, kind="command", result=mcp_view(host, line))
+
+        return LineOutcome(line=line, kind="command", result=result, finish=started)
     if result.action == "compact":
         instructions = result.action_arg or None
 

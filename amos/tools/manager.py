@@ -108,6 +108,35 @@ class ToolManager:
             self._permissions[name] = value
         self.context = context
         self._validators: dict[str, Any] = {}
+        self._external: list[str] = []
+        self.shadowed: list[str] = []
+        """External tool names left out by :meth:`set_external` (a built-in has the name)."""
+
+    def set_external(self, tools: list[Tool]) -> None:
+        """Replace the tools added from outside amos (MCP servers) with ``tools``.
+
+        Built-in tools keep their place; a name already used by a built-in tool is left
+        out (the built-in wins). Called before a run builds its first request (issue 18).
+
+        Args:
+            tools: the external tools now offered, in order.
+
+        Returns:
+            None. The names left out because a built-in has them are in
+            :attr:`shadowed`.
+        """
+        for name in self._external:
+            self._tools.pop(name, None)
+            self._validators.pop(name, None)
+        self._external = []
+        self.shadowed = []
+        for tool in tools:
+            if tool.name in self._tools:
+                self.shadowed.append(tool.name)
+                continue
+            self._tools[tool.name] = tool
+            self._validators.pop(tool.name, None)
+            self._external.append(tool.name)
 
     # ------------------------------------------------------------ lookup
 
@@ -326,7 +355,8 @@ class ToolManager:
                         pass
             elif call.arguments is None and call.raw_arguments is not None:
                 detail = "(arguments were not valid JSON)"
-            text = " ".join(f"{call.tool_name} {detail}".split())
+            shown = (tool.display_name if tool is not None else None) or call.tool_name
+            text = " ".join(f"{shown} {detail}".split())
             return _shorten(text)
         except Exception:  # a summary must never break progress display
             return _shorten(str(getattr(call, "tool_name", "tool")))

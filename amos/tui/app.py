@@ -49,6 +49,7 @@ from amos.slash import (
     parse_line,
     run_line,
 )
+from amos.tui.app_mcp import McpLink
 from amos.tui.app_sessions import TERMINATE_GRACE_S, SessionControl  # noqa: F401 - re-exported
 from amos.tui.screens.approval import ApprovalAnswer, ApprovalScreen
 from amos.tui.screens.confirm_done import HINT as HINT_CONFIRM
@@ -146,6 +147,9 @@ class AmosApp(App[int]):
         self._frame = 0
         self._ticker: Any = None
         self._customs: dict[str, CustomCommand] = {}
+        self._mcp_prompts: dict[str, tuple[str, str]] = {}
+        self.mcp = McpLink(self)
+        """Starts the MCP servers and turns their prompts into commands (``app_mcp``)."""
         self._phase: str | None = None  # the latest phase a Notice of the active run announced
         self._saves = SaveTracker()
         self._panel_timer: Any = None
@@ -234,6 +238,7 @@ class AmosApp(App[int]):
             await conv.add_notice(resumed_notice(self.runner))
         self._refresh_status()
         self._reload_customs()
+        self.mcp.start_in_background()
         self.prompt_input.focus()
         if self.runner.is_waiting:
             await conv.add_notice("this session paused waiting for approval of held tool calls; "
@@ -450,6 +455,9 @@ class AmosApp(App[int]):
                 self.show_notice_line(BUSY_NOTICE, "warning", transient=True)
                 return
             self._take_line(line)
+            if outcome.expand is not None:  # an MCP prompt: the server renders it first
+                self.run_worker(self.mcp.send(outcome), group="mcp-prompt", exit_on_error=False)
+                return
             assert outcome.prompt is not None
             await self.send_prompt(outcome.prompt)
             return
@@ -537,21 +545,31 @@ class AmosApp(App[int]):
             self._customs = custom_commands(self.runner)[0]
         except Exception:  # noqa: BLE001 - hints are a convenience; execute_line reports problems
             self._customs = {}
+        self._mcp_prompts = self.mcp.commands()
         self.prompt_input.set_custom_commands(
-            {name: (c.usage, c.description) for name, c in self._customs.items() if name not in COMMANDS})
+            {**{name: (c.usage, c.description) for name, c in self._customs.items() if name not in COMMANDS},
+             **self._mcp_prompts})
+
+    def refresh_commands(self) -> None:
+        """Commands changed (MCP servers started): completion, hints and the panel."""
+        self._reload_customs()
+        self._refresh_status()
 
     def _custom_hint(self, value: str) -> str | None:
         """The notice-line hint when ``value`` names (or starts) a custom command, else None."""
-        if not value.startswith("/") or value.startswith("//") or not self._customs:
+        if not value.startswith("/") or value.startswith("//") or not (self._customs or self._mcp_prompts):
             return None
         name, space, _ = value[1:].partition(" ")
         custom = self._customs.get(name)  # never a built-in name (those files are skipped)
         if custom is not None:
             return f"{custom.usage} — {custom.description or 'custom prompt'} (custom, {custom.source.name})"
+        if name in self._mcp_prompts:
+            usage, description = self._mcp_prompts[name]
+            return f"{usage} — {description}"
         if space or name in COMMANDS:
             return None
-        names = sorted({n for n in [*COMMANDS, *self._customs] if n.startswith(name)})
-        if not any(n in self._customs for n in names):
+        names = sorted({n for n in [*COMMANDS, *self._customs, *self._mcp_prompts] if n.startswith(name)})
+        if not any(n in self._customs or n in self._mcp_prompts for n in names):
             return None
         return "Tab completes: " + " ".join(f"/{n}" for n in names)
 
@@ -569,8 +587,8 @@ class AmosApp(App[int]):
         word, space, _ = value[1:].partition(" ")
         if space:  # subcommands and /help's argument are the input's own job
             raise SkipAction()
-        names = sorted({n for n in [*COMMANDS, *self._customs] if n.startswith(word)})
-        if not any(n in self._customs and n not in COMMANDS for n in names):
+        names = sorted({n for n in [*COMMANDS, *self._customs, *self._mcp_prompts] if n.startswith(word)})
+        if not any((n in self._customs or n in self._mcp_prompts) and n not in COMMANDS for n in names):
             raise SkipAction()
         field.value = (f"/{names[0]} " if len(names) == 1
                        else "/" + max(word, os.path.commonprefix(names), key=len))

@@ -115,6 +115,7 @@ class SessionControl:
         await conv.add_notice(resumed_notice(runner, "loaded"))
         self.app._refresh_status()
         self.app._reload_customs()
+        self.app.mcp.start_in_background()
         if runner.is_waiting:
             await conv.add_notice("this session paused waiting for approval; asking you now", "approval")
             self.app._start(runner.resume())

@@ -51,6 +51,7 @@ class HelpContent:
     Attributes:
         commands: built-in commands as ``{"usage", "summary"}`` rows (``/help``'s result).
         customs: custom commands as ``{"usage", "summary"}`` rows (summary names the file).
+        mcp_prompts: MCP prompts of running servers as ``{"usage", "summary"}`` rows.
         warnings: command files that were skipped, and why.
         theme: the theme in use.
         config_theme: ``ui.theme`` from the config.
@@ -59,6 +60,7 @@ class HelpContent:
 
     commands: tuple[Mapping[str, Any], ...] = ()
     customs: tuple[Mapping[str, Any], ...] = ()
+    mcp_prompts: tuple[Mapping[str, Any], ...] = ()
     warnings: tuple[str, ...] = ()
     theme: str = ""
     config_theme: str = ""
@@ -73,8 +75,9 @@ class HelpContent:
             extra: the other fields (``theme``, ``config_theme``, ``multiline``).
         """
         rows = list((result or {}).get("commands") or [])
-        return cls(commands=tuple(r for r in rows if not r.get("custom")),
+        return cls(commands=tuple(r for r in rows if not r.get("custom") and not r.get("mcp")),
                    customs=tuple(r for r in rows if r.get("custom")),
+                   mcp_prompts=tuple(r for r in rows if r.get("mcp")),
                    warnings=tuple((result or {}).get("custom_warnings") or []), **extra)
 
 
@@ -166,6 +169,10 @@ class HelpScreen(DismissOnce[None]):
                     yield Static(commands_table(content.customs), id="help-customs")
                 if content.warnings:
                     yield Static(Text("skipped: " + "\nskipped: ".join(content.warnings)), id="help-warnings")
+                if content.mcp_prompts:
+                    yield Static(Text("MCP prompts (each sends the server's prompt to the model; arguments by "
+                                      "position or NAME=value)", style="bold"), classes="help-heading")
+                    yield Static(commands_table(content.mcp_prompts), id="help-mcp")
                 yield Static(Text("Theme", style="bold"), classes="help-heading")
                 yield Static(theme_text(content.theme, content.config_theme, self.app.available_themes), id="help-theme")
 

@@ -147,7 +147,8 @@ def menu_entries(value: str, customs: Mapping[str, tuple[str, str]] | None = Non
     entries: dict[str, tuple[str, str]] = {}
     for name, (usage, description) in (customs or {}).items():
         if name.startswith(word):
-            entries[name] = (usage, (description or "custom prompt") + " (custom)")
+            entries[name] = (usage, description if name.startswith("mcp__")  # says "(MCP server)" itself
+                             else (description or "custom prompt") + " (custom)")
     for name, command in COMMANDS.items():
         if name.startswith(word):
             entries[name] = (command.usage, command.summary)

@@ -171,6 +171,17 @@ class UsageData:
 
 
 @dataclass(frozen=True)
+class ServerRow:
+    """One MCP server: its name, its status text (``running``, ``failed: why`` …) and its
+    number of tools (issue 18, "The side panel shows servers")."""
+
+    name: str
+    state: str
+    status: str
+    tools: int = 0
+
+
+@dataclass(frozen=True)
 class PanelData:
     """One snapshot of everything the panel shows; None means "section hidden".
 
@@ -182,6 +193,7 @@ class PanelData:
         context: the context figures, None when they could not be measured.
         context_error: why not, in that case.
         usage: the session's usage and cost.
+        servers: the MCP servers, None when none is configured.
     """
 
     task: TaskData | None = None
@@ -191,6 +203,7 @@ class PanelData:
     context: ContextData | None = None
     context_error: str | None = None
     usage: UsageData = field(default_factory=UsageData)
+    servers: tuple[ServerRow, ...] | None = None
 
 
 # ---------------------------------------------------------------------------- reading the host API
@@ -244,13 +257,21 @@ def panel_data(runner: Any) -> PanelData:
     except Exception as exc:  # noqa: BLE001 - the panel reports, it never breaks the app
         context_error = f"{type(exc).__name__}: {exc}"
     usage = runner.usage
+    servers = None
+    if runner.mcp.configured:
+        try:
+            servers = tuple(ServerRow(name=st.name, state=st.state, status=st.text, tools=st.tools)
+                            for st in runner.mcp.status())
+        except Exception as exc:  # noqa: BLE001 - the panel reports, it never breaks the app
+            servers = (ServerRow(name="?", state="failed", status=f"cannot read: {type(exc).__name__}"),)
     return PanelData(
         task=_task_data(runner.task_notes()),
         loop=_loop_data(runner.get_loop_diagnostics()),
         evidence=evidence, evidence_total=len(recent),
         context=context, context_error=context_error,
         usage=UsageData(tokens_in=usage.input_tokens, tokens_out=usage.output_tokens, cached=usage.cached_tokens,
-                        calls=usage.model_calls, cost_usd=usage.cost_usd, show_cost=runner.ui.show_cost))
+                        calls=usage.model_calls, cost_usd=usage.cost_usd, show_cost=runner.ui.show_cost),
+        servers=servers)
 
 
 # ---------------------------------------------------------------------------- drawing sections
@@ -387,6 +408,19 @@ def context_body(context: ContextData) -> Content:
     return Content.assemble(*parts)
 
 
+_SERVER_STYLE = {"running": "$success", "failed": "$error", "starting": "$warning"}
+
+
+def servers_content(rows: tuple[ServerRow, ...]) -> Content:
+    """The MCP section: one line per server, its status and its tool count (``/mcp`` shows more)."""
+    parts: list[str | tuple[str, str] | Content] = [_heading("MCP", f"{len(rows)} server{'s' if len(rows) != 1 else ''}")]
+    for index, row in enumerate(rows):
+        parts += ["\n" if index else "", row.name, " ", (row.status, _SERVER_STYLE.get(row.state, "dim"))]
+        if row.state == "running":
+            parts.append((f" · {row.tools} tool{'s' if row.tools != 1 else ''}", "dim"))
+    return Content.assemble(*parts)
+
+
 def usage_content(usage: UsageData) -> Content:
     """The usage section: tokens in/out, model calls, and the cost (or "unknown price").
 
@@ -450,6 +484,7 @@ class SidePanel(VerticalScroll, can_focus=False):
             yield ContextBar(id="panel-context-bar")
             yield Static(id="panel-context-body")
         yield Static(id="panel-usage", classes="panel-section")
+        yield Static(id="panel-mcp", classes="panel-section")
         yield Static(Content.styled(FOOTER, "dim"), id="panel-footer")
 
     def _section(self, key: str, content: Content | None) -> None:
@@ -479,12 +514,13 @@ class SidePanel(VerticalScroll, can_focus=False):
             bar.fraction = data.context.fraction
             body.update(context_body(data.context))
         self._section("usage", usage_content(data.usage))
+        self._section("mcp", servers_content(data.servers) if data.servers is not None else None)
 
     def section_text(self, key: str) -> str | None:
         """The plain text a section shows, or None when it is hidden (for tests and tools).
 
         Args:
-            key: ``task``, ``loop``, ``evidence``, ``context`` or ``usage``.
+            key: ``task``, ``loop``, ``evidence``, ``context``, ``usage`` or ``mcp``.
         """
         widget = self.query_one(f"#panel-{key}")
         if not widget.display:
