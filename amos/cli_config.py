@@ -116,11 +116,12 @@ def check(
     """
     with _command_edge():
         if path is not None:
-            _cfg().validate_config_file(path)
+            checked = _cfg().validate_config_file(path)
+            _warn(_cfg().advisories(checked))
             typer.echo(f"ok: {path}")
             return
         loaded = _cfg().load_config(config_path=config)
-        _warn(loaded.warnings)
+        _warn(loaded.warnings + _cfg().advisories(loaded.config))
         for source in loaded.sources:
             typer.echo(f"ok: {source}")
         if not loaded.sources:

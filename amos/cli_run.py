@@ -166,7 +166,11 @@ class Renderer:
                 self.err.write("  the check's output ended with:\n")
                 for line in output.splitlines():
                     self.err.write(f"    | {printable(line)}\n")
-            if finished.receipt.reason == "confirmation_pending":
+            waiting = finished.receipt.reason == "confirmation_pending" or finished.receipt.pending_approvals
+            if waiting and not finished.session_path:
+                self.err.write("  this session was not saved (--no-save), so it cannot be resumed: run it again "
+                               "without --no-save to decide it\n")
+            elif finished.receipt.reason == "confirmation_pending":
                 for line in confirmation_lines(session_id, claim):
                     self.err.write(printable(line) + "\n")
             elif finished.receipt.pending_approvals:
@@ -310,6 +314,9 @@ def _cli_run(*, prompt: str | None, demo: bool, flags: RunFlags, json_out: bool,
     if demo:
         if prompt is None:
             prompt = "Make the project's tests pass."
+        elif not flags.model and flags.script is None:
+            print("amos: note: the demo's scripted model plays a fixed script whatever the prompt says",
+                  file=sys.stderr)
     else:
         prompt = read_prompt(prompt, sys.stdin)
     options = flags.options(demo=demo)
@@ -319,7 +326,7 @@ def _cli_run(*, prompt: str | None, demo: bool, flags: RunFlags, json_out: bool,
     try:
         for warning in opened.warnings:
             print(printable(f"amos: warning: {warning}"), file=sys.stderr)
-        if opened.demo_workspace is not None and not json_out and not quiet:
+        if opened.demo_workspace is not None and not quiet:  # stderr: stdout stays one JSON document
             print(f"amos: demo workspace: {opened.demo_workspace}", file=sys.stderr)
         return _run_line(runner, prompt, json_out, quiet)
     finally:

@@ -100,7 +100,7 @@ def show_session(
     _echo(f"  workspace: {host.workspace or '-'}")
     _echo(f"  verify:    {host.verify or '-'}")
     u = session.usage
-    _echo(f"  usage:     {u.input_tokens} in + {u.output_tokens} out tokens, {u.model_calls} model calls")
+    _echo(f"  usage:     {u.input_tokens} in + {u.output_tokens} out tokens, {u.model_calls} model call{'s' if u.model_calls != 1 else ''}")
     if session.last_stop:
         _echo(f"  last stop: {summary_line(session.last_stop)}")
     if session.pending:

@@ -334,6 +334,23 @@ def validate_config_file(path: Path) -> AmosConfig:
     return _load_layer(Path(path).expanduser())[1]
 
 
+def advisories(config: AmosConfig) -> list[str]:
+    """Settings that validate but that ``amos run`` refuses or ignores in most uses, one
+    line each (``amos config check`` prints them as warnings).
+
+    Args:
+        config: a validated config (one file, or the merged layers).
+    """
+    notes = []
+    completion = config.loop_policy.completion if config.loop_policy else None
+    if completion is not None and completion.done_tool and not (
+            completion.command or completion.files or completion.require_tools or completion.python
+            or completion.human):
+        notes.append("loop_policy.completion.done_tool needs a completion check (command, files, require_tools, "
+                     "python or human): amos run refuses this config unless --verify gives one")
+    return notes
+
+
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     result = dict(base)
     for key, value in over.items():

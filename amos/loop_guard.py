@@ -158,7 +158,8 @@ class LoopGuard:
                 return RoundVerdict(stop=("checker_error", "checker_error", str(exc)))
             if self.tracker.sample_progress(key):
                 kinds.append(("progress", f"The host's progress key has not changed for "
-                              f"{self.policy.max_unchanged_progress} tool rounds in a row; what you are "
+                              f"{self.policy.max_unchanged_progress} tool round"
+                              f"{'s' if self.policy.max_unchanged_progress != 1 else ''} in a row; what you are "
                               "doing is not moving the task forward."))
         if not kinds:
             return RoundVerdict()

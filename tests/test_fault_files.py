@@ -27,7 +27,7 @@ from .support import cli, cli_json, write_script
 
 
 class Unblocker:
-    """Open and close the write end of FIFOs whenever a reader waits on one."""
+    """Open and close the write end of FIFOs whenever a reader waits on one (and record it)."""
 
     def __init__(self, *fifos: Path):
         self.fifos = fifos
@@ -44,8 +44,17 @@ class Unblocker:
                     if exc.errno not in (errno.ENXIO, errno.ENOENT):
                         raise
                     continue
+                # A reader that only opened to look (O_NONBLOCK, fstat, close) is gone a
+                # moment later; one that waits for data is still there: only that one hangs.
+                self._stop.wait(0.2)
+                try:
+                    again = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                except OSError:
+                    again = None
                 os.close(fd)
-                self.unblocked.append(fifo)
+                if again is not None:
+                    os.close(again)
+                    self.unblocked.append(fifo)
             self._stop.wait(0.05)
 
     def __enter__(self) -> Unblocker:

@@ -46,7 +46,7 @@ from amos.policy.stop import CheckInForce, CompletionResult
 from amos.policy.verifiers import CheckerError, run_completion_checks
 from amos.sessions import ConfirmationRequest
 
-Source = Literal["flag", "session", "config", "none"]
+Source = Literal["flag", "session", "config", "demo", "none"]
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,14 @@ class Completion:
             result = await self._run_checks(run, gate, plan)
         except CheckerError as exc:
             rec.baseline = "error"
-            run.emit(Notice(text=f"completion baseline: the check cannot run yet ({exc}); the run goes on"))
+            missing = self._missing_program(plan)
+            if missing is not None:  # a typo in --verify: say so now, not after the model's work
+                run.stop("checker_error", "checker_error",
+                         f"the completion check cannot run: {missing!r} is not a command on PATH ({exc}); fix the "
+                         "check (--verify, /verify or loop_policy.completion.command) — no model call was made")
+                return
+            run.emit(Notice(level="warning",
+                            text=f"completion baseline: the check cannot run yet ({exc}); the run goes on"))
             return
         rec.baseline = "passed" if result.complete else "failed"
         if result.complete:
@@ -212,6 +219,30 @@ class Completion:
                                  "to the workspace can make this run VERIFIED_COMPLETE"))
         else:
             run.emit(Notice(text=f"completion baseline: the check fails before the run ({result.reason})"))
+
+    def _missing_program(self, plan: CheckPlan) -> str | None:
+        """The check command's program when it is a bare name that is neither on PATH, a
+        shell builtin or keyword, nor a file in the workspace (so no work can create it)."""
+        import shlex
+        import shutil
+
+        command = plan.spec.command if plan.spec is not None else None
+        if not command:
+            return None
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            return None
+        while words and "=" in words[0] and not words[0].startswith("="):  # VAR=value cmd
+            words = words[1:]
+        if not words:
+            return None
+        program = words[0]
+        if "/" in program or program in _SHELL_WORDS or (self.workspace / program).exists():
+            return None
+        if shutil.which(program, path=self.env.get("PATH")) is not None:
+            return None
+        return program
 
     # ------------------------------------------------------------------ a claim
 
@@ -231,7 +262,11 @@ class Completion:
                      "the model answered; " + ("the loop policy has no completion check" if gate is not None
                                                else "no completion check is configured"))
             return True
+        changed: bool | None = None
         if plan.machine:
+            # The workspace is compared before the check runs: a check that writes (a log,
+            # a stamp) must not make a run that did nothing look like it changed something.
+            changed = await asyncio.to_thread(self._workspace_changed, rec)
             run.emit(Notice(text=f"completion check: running {self.masker.text(plan.summary())}"))
             before = len(self.transcript.messages)
             try:
@@ -254,16 +289,19 @@ class Completion:
                          f"the model {self._claimed(claim)} but the completion check "
                          f"{self.masker.text(plan.summary())} failed ({result.reason})")
                 return True
+            if claim.empty and rec.baseline == "passed" and changed is False:
+                # the check passed before the run and nothing changed: it says nothing about
+                # an empty reply, which is no answer (README "Empty answers are not answers")
+                return self._empty(run, gate, None)
         if plan.human:
-            return await self._ask_person(run, gate, claim)
-        return self._passed(run, plan, claim)
+            return await self._ask_person(run, gate, plan, claim)
+        return self._passed(run, plan, claim, changed)
 
     def _claimed(self, claim: Claim) -> str:
         return "called the done tool" if claim.route == "done_tool" else "answered"
 
-    def _passed(self, run: RunState, plan: CheckPlan, claim: Claim) -> bool:
+    def _passed(self, run: RunState, plan: CheckPlan, claim: Claim, changed: bool | None) -> bool:
         rec = run.record
-        changed = self._workspace_changed(rec)
         run.workspace_changed = changed
         run.emit(Notice(phase="complete", text="completion check passed: the host confirmed the work is done"))
         if rec.baseline == "passed" and changed is False:
@@ -330,7 +368,7 @@ class Completion:
 
     # ------------------------------------------------------------------ a person as the receipt
 
-    async def _ask_person(self, run: RunState, gate: PolicyGate | None, claim: Claim) -> bool:
+    async def _ask_person(self, run: RunState, gate: PolicyGate | None, plan: CheckPlan, claim: Claim) -> bool:
         """``completion.human``: ask now (interactive) or end WAITING for a person."""
         text = self.masker.clean(claim.text)[:2000]
         if not self.settings.interactive:
@@ -351,19 +389,47 @@ class Completion:
             confirmed, reason, _ = await future
         finally:
             self.approvals.waiting.pop(CONFIRMATION_ID, None)
-        return self.apply_confirmation(run, gate, ConfirmationRequest(
+        return await self.apply_confirmation(run, gate, plan, ConfirmationRequest(
             claim=text, decision="confirm" if confirmed else "reject", reason=reason, by=local_person()))
 
-    def apply_confirmation(self, run: RunState, gate: PolicyGate | None, request: ConfirmationRequest) -> bool:
+    async def apply_confirmation(self, run: RunState, gate: PolicyGate | None, plan: CheckPlan,
+                                 request: ConfirmationRequest) -> bool:
         """A person's answer to a completion claim.
 
+        A confirmation runs the machine checks again first: the workspace may have
+        changed while the claim waited (a file deleted after the question was asked), and
+        a person's "yes" never outweighs a host check that now fails (issue 16).
+
         Returns:
-            True when the run stopped (confirmed); False after the rejection's reason
-            was given to the model as host feedback.
+            True when the run stopped (confirmed, or a check no longer passes); False
+            after the rejection's reason was given to the model as host feedback.
         """
         rec = run.record
         if request.decision == "confirm":
             rec.confirmed_by = request.by or local_person()
+            changed: bool | None = None
+            if plan.machine:
+                changed = await asyncio.to_thread(self._workspace_changed, rec)
+                try:
+                    result = await self._run_checks(run, gate, plan)
+                except CheckerError as exc:
+                    run.stop("checker_error", "checker_error",
+                             f"{rec.confirmed_by} confirmed, but the completion check could not give a verdict: {exc}")
+                    return True
+                rec.completion = result
+                if not result.complete:
+                    run.stop("answer", "check_failed",
+                             f"{rec.confirmed_by} confirmed, but the completion check "
+                             f"{self.masker.text(plan.summary())} no longer passes ({result.reason}); the "
+                             "workspace changed while the claim waited")
+                    return True
+                run.workspace_changed = changed
+                if rec.baseline == "passed" and changed is False:
+                    run.stop("answer", "check_already_passing",
+                             f"{rec.confirmed_by} confirmed, but the completion check "
+                             f"{self.masker.text(plan.summary())} already passed before this run and the "
+                             "workspace did not change: nothing shows this run did the work")
+                    return True
             run.stop("answer", "confirmed", f"{rec.confirmed_by} confirmed the work is done")
             return True
         reason = self.masker.clean(request.reason or "no reason given")
@@ -380,6 +446,17 @@ class Completion:
         self.transcript.append(Message.user(text, kind="feedback"))
         run.emit(Notice(level="warning", phase="recovering", text=f"completion rejected by a person: {reason}"))
         return False
+
+
+_SHELL_WORDS = frozenset((
+    "if", "then", "else", "elif", "fi", "case", "esac", "for", "while", "until", "do", "done", "in", "function",
+    "select", "time", "{", "}", "!", "[[", "]]", ".", ":", "[", "alias", "bg", "bind", "break", "builtin", "cd",
+    "command", "compgen", "complete", "continue", "declare", "dirs", "disown", "echo", "enable", "eval", "exec",
+    "exit", "export", "false", "fc", "fg", "getopts", "hash", "help", "history", "jobs", "kill", "let", "local",
+    "logout", "popd", "printf", "pushd", "pwd", "read", "readonly", "return", "set", "shift", "shopt", "source",
+    "suspend", "test", "times", "trap", "true", "type", "typeset", "ulimit", "umask", "unalias", "unset", "wait",
+))
+"""Shell keywords and builtins: a check starting with one is not a missing program."""
 
 
 CONFIRMATION_ID = "confirmation"

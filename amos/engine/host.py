@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from amos.approvals import apply_decisions, decide_confirmation, rekey_denials
 from amos.checkpoints import CheckpointInfo
 from amos.config_models import UiConfig
 from amos.engine import reports
@@ -27,6 +26,7 @@ from amos.engine.loop import TurnLoop
 from amos.engine.mcp_control import McpControl
 from amos.engine.policy_gate import live_diagnostics
 from amos.engine.previews import FileDiff
+from amos.engine.resuming import decided_run
 from amos.engine.state import RunState
 from amos.engine.views import HeldCallView, TaskNotesView
 from amos.errors import SessionError
@@ -283,23 +283,10 @@ class Host:
                 and the other way round).
         """
         self._ensure_idle()
-        pending = self.session.pending
-        if pending is None:
-            raise SessionError("not_waiting", f"session {self.session_id} is not waiting for an approval")
-        masker = self.engine.masker
-        if pending.confirmation is not None or confirm or reject is not None:
-            from amos.engine.completion import local_person
-
-            decide_confirmation(pending, self.session_id, approve, deny, confirm,
-                                masker.clean(reject) if reject is not None else None, by=local_person())
-        deny = {call_id: masker.clean(reason) if reason else reason for call_id, reason in (deny or {}).items()}
-        apply_decisions(pending, self.session_id, approve, deny, approve_all)
-        record = pending.execution.model_copy(deep=True)
-        if record.denied:  # a pause saved before identities were unified
-            calls = [c for m in self.session.messages for c in m.tool_calls] + [h.call for h in pending.held]
-            record.denied = rekey_denials(record.denied, calls)
-        run = RunState(record=record, resumed=True, usage_at_start=record.usage.model_copy())
-        preset = {h.call.call_id: (h.decision == "approve", h.reason) for h in pending.held if h.decision}
+        last = self.last_receipt
+        pending, run, preset = decided_run(self.session, self.engine.masker, approve=approve, deny=deny,
+                                           approve_all=approve_all, confirm=confirm, reject=reject,
+                                           last_verdict=last.verdict if last is not None else None)
         loop = TurnLoop(self.engine, run, preset)
         return self._driver.drive(loop, lambda: loop.resume(pending))
 

@@ -18,6 +18,7 @@ timeout, a cancellation or a bug.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -37,6 +38,7 @@ from amos.engine.state import END, RunState
 from amos.engine.tool_round import OutcomeRecorder, ToolRound
 from amos.events import Notice, RunEvent, RunStarted, StepStarted, TextDelta
 from amos.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from amos.providers.common import scrub
 from amos.sessions import PendingApproval
 
 if TYPE_CHECKING:
@@ -96,6 +98,8 @@ class TurnLoop:
         assert run.queue is not None
         if log.isEnabledFor(logging.DEBUG) and not isinstance(event, TextDelta):
             log.debug("%s %s", run.execution_id[:8], event.model_dump_json(exclude={"content"})[:2000])
+        if isinstance(event, Notice):  # a notice may quote an error message (issue 17, item 3)
+            event = event.model_copy(update={"text": run.mask(event.text)})
         transcript = self.engine.transcript
         transcript.event(event)
         problem = transcript.problem()
@@ -108,6 +112,7 @@ class TurnLoop:
         limit, record how it stopped, and finish the run."""
         engine, run = self.engine, self.run
         run._emit = self.emit
+        run.mask = functools.partial(scrub, secrets=tuple(engine.settings.secrets))
         warnings = engine.transcript.open()
         if run.resumed:
             engine.transcript.fields("pending")  # the decisions of this resume
@@ -127,7 +132,8 @@ class TurnLoop:
                         if engine.mcp is not None:  # before the first request and before held calls run
                             await engine.mcp.prepare(run, self.policy.policy if self.policy else None)
                         await engine.completion.baseline(run, self.policy, self.plan)
-                        await body()
+                        if not run.stopped:  # a check that can never run stops before any model call
+                            await body()
             except TimeoutError:
                 run.stop("timeout", "timeout", f"the run's time limit of {timeout:g} s expired",
                          {"timeout_s": timeout, "elapsed_s": round(time.monotonic() - run.started_monotonic, 3)})
@@ -220,7 +226,7 @@ class TurnLoop:
                      "--confirm | --reject REASON)")
             return
         engine.transcript.session.pending = None
-        if engine.completion.apply_confirmation(run, self.policy, request):
+        if await engine.completion.apply_confirmation(run, self.policy, self.plan, request):
             return
         if not self._limits_reached():
             await self.turns()
@@ -260,6 +266,7 @@ class TurnLoop:
         """
         engine, run = self.engine, self.run
         run.record.steps += 1
+        run.record.output_text = ""  # the final text is the latest turn's: a failed call has none
         self.emit(StepStarted(step=run.record.steps, max_steps=engine.settings.max_steps))
         if await engine.context.fit(run):
             return None
@@ -374,6 +381,10 @@ class TurnLoop:
             transcript.append(Message.tool_result(ToolResultPart(
                 call_id=held.call.call_id, tool_name=held.call.tool_name, is_error=True, status="not_started",
                 content="not run: the session continued with a new prompt before this call was decided")))
+        if pending.confirmation is not None and not pending.held:
+            self.emit(Notice(level="warning", text="the completion claim waiting for a person's confirmation was "
+                                                   "dropped unanswered: a new prompt replaced it"))
+            return
         summarize = self.engine.tools.summarize
         names = ", ".join(f"{summarize(h.call)} ({h.call.call_id})" for h in pending.held[:5])
         self.emit(Notice(level="warning", text=f"{len(pending.held)} held call(s) were dropped unrun: "

@@ -100,6 +100,12 @@ class _Choice:
     base_url: str | None
 
 
+def _replace_choice(choice: _Choice, **changes: Any) -> _Choice:
+    from dataclasses import replace
+
+    return replace(choice, **changes)
+
+
 # ---------------------------------------------------------------------------- steps
 
 
@@ -176,8 +182,8 @@ def _choose(options: RunOptions, session: Session, config: AmosConfig, opened: O
         raise UsageError("--verify and --no-verify exclude each other")
     flag_verify = options.verify if options.verify is not None else (None if options.no_verify else host.verify)
     source = "flag" if options.verify is not None else "session"
-    if demo and options.verify is None and opened.demo_workspace is not None:
-        flag_verify, source = demo_verify_command(), "flag"
+    if demo and options.verify is None and not options.no_verify and opened.demo_workspace is not None:
+        flag_verify, source = demo_verify_command(), "demo"
     human = flag_verify is not None and flag_verify.strip() == HUMAN_VERIFY
     verify = None if human else flag_verify
     if verify is None and not human and config.loop_policy and config.loop_policy.completion:
@@ -352,8 +358,15 @@ def _settings(config: AmosConfig, options: RunOptions, choice: _Choice, loop_pol
     )
 
 
-def _remember_host(session: Session, options: RunOptions, choice: _Choice) -> None:
+def _remember_host(session: Session, options: RunOptions, choice: _Choice, secrets: tuple[str, ...],
+                   opened: Opened) -> None:
     host = session.host
+    if choice.flag_verify and Masker(secrets).text(choice.flag_verify) != choice.flag_verify:
+        # a secret never reaches disk: the check runs now but the session does not keep it
+        opened.warnings.append("the --verify command holds a secret value (an API key or token); it is used for "
+                               "this run but not remembered by the session — refer to the variable instead "
+                               "(e.g. \"$MY_TOKEN\" in single quotes) to have it remembered")
+        choice = _replace_choice(choice, flag_verify=host.verify if host.verify != choice.flag_verify else None)
     session.host = HostSettings(
         model=choice.model, base_url=strip_url_secrets(choice.base_url), workspace=str(choice.workspace),
         config_path=str((options.cwd / options.config_path).resolve()) if options.config_path else host.config_path,
@@ -472,7 +485,7 @@ def open_host(options: RunOptions, *, extra_gates: list[Gate] | None = None) -> 
         tools = _tool_manager(config, choice, opened, extra_tools)
         settings = _settings(config, options, choice, _loop_policy(config, tools, choice, bool(servers.servers)),
                              secrets)
-        _remember_host(session, options, choice)
+        _remember_host(session, options, choice, secrets, opened)
         if lock is None and not options.no_save:
             lock = store.lock(session.id)
         binding = SessionBinding(None if options.no_save else store, lock,

@@ -44,6 +44,9 @@ class RunState:
             (None: not compared).
         done_claim: the summary of a done-tool call made in the current round, if any.
         started_monotonic: ``time.monotonic()`` when the run began (seconds).
+        mask: masks secrets in a stop's detail and in notices (provider keys, MCP server
+            secrets and, as in provider errors, any ``*KEY*``/``*TOKEN*`` variable's
+            value become ``****``); set by the loop.
     """
 
     record: ExecutionRecord
@@ -63,6 +66,7 @@ class RunState:
     workspace_changed: bool | None = None
     done_claim: str | None = None
     started_monotonic: float = field(default_factory=time.monotonic)
+    mask: Callable[[str], str] = field(default=lambda text: text, repr=False)
     queue: asyncio.Queue | None = field(default=None, repr=False)
     _emit: Callable[[RunEvent], None] | None = field(default=None, repr=False)
 
@@ -79,7 +83,7 @@ class RunState:
     def stop(self, cause: str, reason: str, detail: str, condition: dict[str, Any] | None = None) -> None:
         """Record the stop cause (the first recorded cause wins; later ones are ignored)."""
         if self.cause is None:
-            self.cause, self.reason, self.detail, self.stop_condition = cause, reason, detail, condition
+            self.cause, self.reason, self.detail, self.stop_condition = cause, reason, self.mask(detail), condition
 
     def emit(self, event: RunEvent) -> None:
         """Send an event to the front end (journalled first, except text deltas)."""

@@ -252,5 +252,10 @@ def check_destinations(checks: Sequence[FileCheck], workspace: Path) -> Completi
         return CompletionResult(complete=False, reason=f"missing file(s): {names}"[:400],
                                 feedback=f"These required files do not exist yet: {names}"[:_FEEDBACK_CHARS])
     feedback = "The host's checks of the result files failed:\n- " + "\n- ".join(problems)
-    return CompletionResult(complete=False, reason=f"{len(problems)} destination check(s) failed: {problems[0]}"[:400],
+    return CompletionResult(complete=False, reason=_cut(f"{len(problems)} destination check(s) failed: " + "; ".join(problems), 400),
                             feedback=feedback[:_FEEDBACK_CHARS])
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the last one ``…`` when cut."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -71,7 +71,8 @@ class CheckInForce(_Model):
         summary: the checks in one line (``command `pytest -q``, ``files report.json``,
             ``a person``…), or ``none``.
         source: ``flag`` (this run's ``--verify``), ``session`` (a check the session
-            remembers), ``config`` (``loop_policy.completion``), or ``none``.
+            remembers), ``config`` (``loop_policy.completion``), ``demo`` (the demo
+            project's own check), or ``none``.
         route: how completion was claimed: ``answer`` (a turn without tool calls),
             ``done_tool`` (the configured done tool), or None when nothing was claimed.
         baseline: how the checks stood before the first model call.
@@ -81,7 +82,7 @@ class CheckInForce(_Model):
     """
 
     summary: str = "none"
-    source: Literal["flag", "session", "config", "none"] = "none"
+    source: Literal["flag", "session", "config", "demo", "none"] = "none"
     route: Literal["answer", "done_tool"] | None = None
     baseline: Baseline | None = None
     workspace_changed: bool | None = None
@@ -237,6 +238,9 @@ def decide_verdict(cause: str | None, facts: StopFacts) -> Verdict:
         if facts.reason == "empty_answer":
             return "UNCERTAIN"  # no text, no tool calls, and no check that passed
         if facts.confirmed_by_person:
+            if facts.reason == "check_already_passing" and facts.completion_confirmed is True:
+                return "ANSWERED"  # a "yes" for work nothing shows this run did
+            # a check that no longer passes after a person said yes: the signals disagree
             return "VERIFIED_COMPLETE" if facts.reason == "confirmed" else "UNCERTAIN"
         confirmed = facts.completion_confirmed is True
         if (facts.reason in ("completed", "check_already_passing")) != confirmed and \
