@@ -99,7 +99,8 @@ def apply_decisions(
     deny: Mapping[str, str | None],
     approve_all: bool,
 ) -> None:
-    """Record decisions on held calls (in place).
+    """Record decisions on held calls (in place). ``approve_all`` (``--all``, ``--yes``)
+    leaves a call that asks to run unsandboxed undecided: it is approved by its id only.
 
     Raises:
         SessionError: ``bad_decision`` naming a call id that is not pending in this
@@ -116,9 +117,12 @@ def apply_decisions(
         by_id[call_id].decision, by_id[call_id].reason = "approve", None
     for call_id, reason in deny.items():
         by_id[call_id].decision, by_id[call_id].reason = "deny", reason
-    if approve_all:
+    if approve_all:  # never a request to run a command outside the sandbox (issue 19): by id only
+        from amos.tools.command_sandbox import wants_unsandboxed
+
         for held in pending.undecided():
-            held.decision = "approve"
+            if not wants_unsandboxed(held.call.tool_name, held.call.arguments):
+                held.decision = "approve"
 
 
 def decide_confirmation(pending: PendingApproval, session_id: str, approve: Iterable[str],

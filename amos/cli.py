@@ -61,6 +61,22 @@ NoSaveOpt = Annotated[bool, typer.Option("--no-save", help="Do not write the ses
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="Print nothing but the final answer.")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", help="Write a debug log to the data directory.")]
+SandboxOpt = Annotated[str | None, typer.Option(
+    "--sandbox", metavar="MODE", help="Where commands run: workspace-write (default where bubblewrap works), "
+                                      "read-only or danger-full-access (no sandbox: every command asks).")]
+PlanOpt = Annotated[bool, typer.Option("--plan", help="Plan run: read-only sandbox, write tools denied, a plan "
+                                                      "asked for.")]
+AllowOpt = Annotated[list[str] | None, typer.Option(
+    "--allow", metavar="RULE", help="Run calls matching RULE without asking, e.g. 'run_command(git status:*)', "
+                                    "'write_file(docs/**)' (repeatable; not saved).")]
+DenyRuleOpt = Annotated[list[str] | None, typer.Option(
+    "--deny", metavar="RULE", help="Refuse calls matching RULE, e.g. 'run_command(rm:*)' (repeatable; not saved).")]
+NoAskOpt = Annotated[bool, typer.Option("--no-ask", help="On a terminal, stop WAITING for approvals instead of "
+                                                         "asking here.")]
+
+
+_GROUPS = frozenset({"config", "sessions", "evidence", "mcp"})
+"""Subcommands with commands of their own (``amos mcp tools --config …``)."""
 
 
 def _version(value: bool) -> None:
@@ -84,6 +100,10 @@ def main_callback(
     yes: YesOpt = False,
     no_save: NoSaveOpt = False,
     verbose: VerboseOpt = False,
+    sandbox: SandboxOpt = None,
+    plan: PlanOpt = False,
+    allow: AllowOpt = None,
+    deny: DenyRuleOpt = None,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ) -> None:
@@ -92,12 +112,13 @@ def main_callback(
 
     flags = RunFlags(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
                      session=session, max_steps=max_steps, verify=verify, no_verify=no_verify, yes=yes, no_save=no_save,
-                     verbose=verbose)
+                     verbose=verbose, sandbox=sandbox, plan=plan, allow=tuple(allow or ()), deny=tuple(deny or ()))
     if ctx.invoked_subcommand is not None:
         given = flags.given()
         if given:
-            typer.echo(f"amos: {given[0]} goes after the subcommand: "
-                       f"amos {ctx.invoked_subcommand} {given[0]} …", err=True)
+            sub = ctx.invoked_subcommand
+            where = f"amos {sub} COMMAND {given[0]} …" if sub in _GROUPS else f"amos {sub} {given[0]} …"
+            typer.echo(f"amos: {given[0]} goes after the subcommand: {where}", err=True)
             raise typer.Exit(2)
         return
     from amos.cli_run import setup_logging
@@ -133,6 +154,11 @@ def run_command(
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
+    sandbox: SandboxOpt = None,
+    plan: PlanOpt = False,
+    allow: AllowOpt = None,
+    deny: DenyRuleOpt = None,
+    no_ask: NoAskOpt = False,
 ) -> None:
     """One-shot run: one prompt or slash command against a new or resumed session.
 
@@ -148,13 +174,21 @@ def run_command(
       amos run --session latest "now add a test" --verify "python3 -m unittest"
       echo "summarise README.md" | amos run --script my-script.json
       amos run --session latest "/context loop" --json
+      amos run --script s.json "tidy up" --allow 'run_command(git status:*)' --deny 'run_command(rm:*)'
+      amos run --plan --model openai:gpt-4o-mini "how would you split cli.py?"
+
+    Commands run in a bubblewrap sandbox (workspace-write: no writes outside the
+    workspace, no network) and so without asking; write_file/edit_file still ask.
+    On a terminal, approvals are asked here (y once, s this call, a always for a
+    pattern in this session, n deny with a reason); --no-ask stops WAITING instead.
     """
     from amos.cli_flags import RunFlags
     from amos.cli_run import cli_run
 
     flags = RunFlags(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
                      session=session, max_steps=max_steps, verify=verify, no_verify=no_verify, yes=yes, no_save=no_save,
-                     verbose=verbose)
+                     verbose=verbose, sandbox=sandbox, plan=plan, allow=tuple(allow or ()), deny=tuple(deny or ()),
+                     no_ask=no_ask)
     raise typer.Exit(cli_run(prompt=prompt, demo=demo, flags=flags, json_out=json_out, quiet=quiet))
 
 
@@ -182,11 +216,14 @@ def resume_command(
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
+    sandbox: SandboxOpt = None,
+    no_ask: NoAskOpt = False,
 ) -> None:
     """Continue a session that stopped WAITING on approvals or on a person's confirmation.
 
     Every pending call must be decided (--approve / --deny / --all); until then the
-    session stays WAITING without a model call. Then the held calls run in their
+    session stays WAITING without a model call. A call that asks to run a command
+    outside the sandbox is approved by its id only (--all and --yes never do). Then the held calls run in their
     original order and the same loop continues.
 
     Examples:
@@ -203,7 +240,7 @@ def resume_command(
 
     flags = RunFlags(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
                      max_steps=max_steps, verify=verify, no_verify=no_verify, yes=yes, no_save=no_save,
-                     verbose=verbose)
+                     verbose=verbose, sandbox=sandbox, no_ask=no_ask)
     raise typer.Exit(cli_resume(session_id=session_id, approve=approve or [], deny=deny or [], reason=reason,
                                 approve_all=approve_all, confirm=confirm, reject=reject, flags=flags,
                                 json_out=json_out, quiet=quiet))

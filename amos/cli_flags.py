@@ -30,14 +30,20 @@ class RunFlags:
     yes: bool = False
     no_save: bool = False
     verbose: bool = False
+    sandbox: str | None = None
+    plan: bool = False
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    no_ask: bool = False
 
     def given(self) -> list[str]:
         """The flags given (``--model``, ``--yes``…), in declaration order."""
         return [f"--{name.replace('_', '-')}" for name in self.__dataclass_fields__ if getattr(self, name)]
 
     def options(self, *, interactive: bool = False, require_model: bool = True, demo: bool = False,
-                session: str | None = None) -> RunOptions:
-        """These flags as :class:`RunOptions` for the host.
+                session: str | None = None, ask: bool = False) -> RunOptions:
+        """These flags as :class:`RunOptions` for the host (``ask``: a person at this
+        terminal answers approvals, unless ``--no-ask``).
 
         Raises:
             UsageError: ``--model`` and ``--script`` together.
@@ -51,4 +57,5 @@ class RunFlags:
                           session=session or self.session, max_steps=self.max_steps, verify=self.verify,
                           no_verify=self.no_verify,
                           yes=self.yes, no_save=self.no_save, demo=demo, interactive=interactive,
-                          require_model=require_model, cwd=Path.cwd())
+                          require_model=require_model, cwd=Path.cwd(), ask=ask and not self.no_ask,
+                          sandbox=self.sandbox, plan=self.plan, allow=tuple(self.allow), deny=tuple(self.deny))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from amos import aio
+from amos.cli_ask import TerminalAsker, can_ask
 from amos.cli_flags import RunFlags
 from amos.errors import AmosError, SlashCommandError, UsageError
 from amos.events import (
@@ -96,6 +97,7 @@ class Renderer:
         self.err = err
         self.out = out
         self.progress = (not json_out and not quiet) and err.isatty()
+        self.asking = False  # approvals are asked at the terminal (the asker prints them)
         self._mid_line = False
 
     def _line(self, text: str) -> None:
@@ -128,7 +130,7 @@ class Renderer:
             self._line(line if len(line) <= 300 else line[:299] + "…")
         elif isinstance(event, Notice):
             self._line(f"  ! {event.text}")
-        elif isinstance(event, ApprovalRequested):
+        elif isinstance(event, ApprovalRequested) and not self.asking:
             self._line(f"  ? approval needed: {event.summary}")
 
     def finish(self, finished: RunFinished, session_id: str, signal_name: str | None,
@@ -181,14 +183,18 @@ class Renderer:
             self.err.flush()
 
 
-async def _consume(runner: Any, events: Any, renderer: Renderer) -> tuple[RunFinished | None, str | None]:
-    """Iterate a run's events with SIGINT/SIGTERM wired to cancellation."""
+async def _consume(runner: Any, events: Any, renderer: Renderer,
+                   asker: TerminalAsker | None = None) -> tuple[RunFinished | None, str | None]:
+    """Iterate a run's events with SIGINT/SIGTERM wired to cancellation (``asker``: the
+    approvals asked at the terminal)."""
     loop = asyncio.get_running_loop()
     received: list[str] = []
 
     def on_signal(name: str) -> None:
         if not received:
             received.append(name)
+        if asker is not None:
+            asker.cancel()
         runner.cancel()
 
     installed = []
@@ -202,6 +208,8 @@ async def _consume(runner: Any, events: Any, renderer: Renderer) -> tuple[RunFin
     try:
         async for event in events:
             renderer.event(event)
+            if isinstance(event, ApprovalRequested) and asker is not None:
+                await asker.ask(event)
             if isinstance(event, RunFinished):
                 finished = event
     finally:
@@ -219,10 +227,13 @@ def _exit_for(finished: RunFinished, signal_name: str | None) -> int:
     return receipt.exit_code
 
 
-def _render_run(runner: Any, events: Any, json_out: bool, quiet: bool) -> int:
-    """Consume a run's events with the terminal renderer; returns the exit code."""
+def _render_run(runner: Any, events: Any, json_out: bool, quiet: bool, ask: bool = False) -> int:
+    """Consume a run's events with the terminal renderer; returns the exit code (``ask``:
+    approvals are asked at the terminal)."""
     renderer = Renderer(json_out=json_out, quiet=quiet, err=sys.stderr, out=_out())
-    finished, sig = aio.run(_consume(runner, events, renderer))
+    asker = TerminalAsker(runner, sys.stderr) if ask else None
+    renderer.asking = ask
+    finished, sig = aio.run(_consume(runner, events, renderer, asker))
     if finished is None:
         print("amos: the run ended without a stop receipt", file=sys.stderr)
         return 8
@@ -230,7 +241,7 @@ def _render_run(runner: Any, events: Any, json_out: bool, quiet: bool) -> int:
     return _exit_for(finished, sig)
 
 
-def _run_line(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
+def _run_line(runner: Any, line: str, json_out: bool, quiet: bool, ask: bool = False) -> int:
     """Run one typed line (a prompt, a slash command, a custom command) and render it."""
     from amos.slash import LineOutcome, run_line
 
@@ -241,7 +252,7 @@ def _run_line(runner: Any, line: str, json_out: bool, quiet: bool) -> int:
         except SlashCommandError as exc:
             outcome = LineOutcome(line=line, kind="error", error=exc)
     if outcome.kind == "run":
-        return _render_run(runner, outcome.events, json_out, quiet)
+        return _render_run(runner, outcome.events, json_out, quiet, ask)
     if outcome.kind == "error":
         exc = outcome.error
         assert exc is not None
@@ -319,7 +330,8 @@ def _cli_run(*, prompt: str | None, demo: bool, flags: RunFlags, json_out: bool,
                   file=sys.stderr)
     else:
         prompt = read_prompt(prompt, sys.stdin)
-    options = flags.options(demo=demo)
+    ask = can_ask(sys.stdin, sys.stderr) and not flags.no_ask
+    options = flags.options(demo=demo, ask=ask)
     from amos.engine import open_host
 
     runner, opened = open_host(options)
@@ -328,7 +340,7 @@ def _cli_run(*, prompt: str | None, demo: bool, flags: RunFlags, json_out: bool,
             print(printable(f"amos: warning: {warning}"), file=sys.stderr)
         if opened.demo_workspace is not None and not quiet:  # stderr: stdout stays one JSON document
             print(f"amos: demo workspace: {opened.demo_workspace}", file=sys.stderr)
-        return _run_line(runner, prompt, json_out, quiet)
+        return _run_line(runner, prompt, json_out, quiet, ask)
     finally:
         runner.close()
 
@@ -349,12 +361,13 @@ def _cli_resume(*, session_id: str, approve: list[str], deny: list[str], reason:
         raise UsageError(f"call {sorted(both)[0]!r} is both approved and denied")
     from amos.engine import open_host
 
-    runner, opened = open_host(flags.options(session=session_id))
+    ask = can_ask(sys.stdin, sys.stderr) and not flags.no_ask
+    runner, opened = open_host(flags.options(session=session_id, ask=ask))
     try:
         for warning in opened.warnings:
             print(printable(f"amos: warning: {warning}"), file=sys.stderr)
         events = runner.resume(approve=approve, deny={c: reason for c in deny}, approve_all=approve_all or flags.yes,
                                confirm=confirm, reject=reject)
-        return _render_run(runner, events, json_out, quiet)
+        return _render_run(runner, events, json_out, quiet, ask)
     finally:
         runner.close()

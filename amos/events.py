@@ -82,6 +82,13 @@ class ApprovalRequested(_Event):
     summary: str
     arguments: Any = None
     resume_token: str | None = None
+    escalation: bool = False
+    """The call asks to run a command outside the sandbox (issue 19)."""
+    justification: str | None = None
+    """The model's reason for running it unsandboxed."""
+    rule: str | None = None
+    """The rule an "always in this session" answer grants (``run_command(git status:*)``), or
+    None when none fits (an escalation, a compound command)."""
 
 
 class ConfirmationRequested(_Event):

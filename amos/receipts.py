@@ -14,6 +14,7 @@ from amos.policy.stop import (
     CheckInForce,
     CompletionResult,
     LoopDiagnostics,
+    SandboxInForce,
     StopFacts,
     StopReceipt,
     decide_verdict,
@@ -36,6 +37,7 @@ def build_receipt(
     max_recovery_attempts: int | None,
     phase: str | None = None,
     check: CheckInForce | None = None,
+    sandbox: SandboxInForce | None = None,
     workspace_changed: bool | None = None,
 ) -> tuple[StopReceipt, LoopDiagnostics]:
     """The receipt and diagnostics of an execution that just stopped.
@@ -51,6 +53,7 @@ def build_receipt(
         max_recovery_attempts: the policy's recovery limit, if any.
         phase: override of the diagnostics phase (None: from the verdict).
         check: which completion check was in force and how it stood (issue 16).
+        sandbox: how commands ran and whether it was a plan run (issue 19).
         workspace_changed: the workspace differs from the completion baseline (None:
             not compared).
     """
@@ -76,7 +79,7 @@ def build_receipt(
         verdict=verdict, cause=cause, reason=reason or "unrecorded",
         detail=detail or "no stop cause was recorded", execution_id=record.execution_id, steps=record.steps,
         tool_call_count=len(record.tool_calls), recovery_attempts=record.recovery_attempts,
-        usage=record.usage.model_copy(), completion=completion, check=check,
+        usage=record.usage.model_copy(), completion=completion, check=check, sandbox=sandbox,
         approval=approval, pending_approvals=pending, stop_condition=stop_condition, policy=policy_hash,
         started_at=record.started_at, ended_at=utc_now())
     confirmed = bool(completion and completion.complete and verdict == "VERIFIED_COMPLETE")

@@ -48,8 +48,10 @@ def summary_line(receipt: Any) -> str:
     ``✔ VERIFIED_COMPLETE (answer/completed) — 4 steps, 5 tool calls, 120+30 tokens. …``."""
     steps = f"{receipt.steps} step" + ("" if receipt.steps == 1 else "s")
     calls = f"{receipt.tool_call_count} tool call" + ("" if receipt.tool_call_count == 1 else "s")
+    sandbox = getattr(receipt, "sandbox", None)
+    plan = " [plan run]" if sandbox is not None and sandbox.plan else ""
     return (
-        f"{verdict_glyph(receipt.verdict)} {receipt.verdict} ({receipt.cause or 'none'}/{receipt.reason})"
+        f"{verdict_glyph(receipt.verdict)} {receipt.verdict}{plan} ({receipt.cause or 'none'}/{receipt.reason})"
         f" — {steps}, {calls}, {token_counts(receipt.usage)} tokens. {receipt.detail}"
     )
 

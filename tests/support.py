@@ -26,6 +26,7 @@ def write_script(folder: Path, turns: list[dict[str, Any]], name: str = "script.
 
 def make_runner(script: Path, workspace: Path, **kwargs: Any):
     """Open a real runner on the scripted provider (returns ``(runner, opened)``)."""
+    kwargs.setdefault("sandbox", "danger-full-access")  # commands ask, as without a sandbox (see test_sandbox_*)
     options = RunOptions(model=f"scripted:{script}", workspace=workspace, cwd=workspace, **kwargs)
     return open_runner(options)
 

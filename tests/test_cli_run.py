@@ -74,7 +74,8 @@ def test_routed_approval_is_waiting_and_deny_reaches_the_model(tmp_path):
         {"tool_calls": [{"id": "c", "name": "run_command", "arguments": {"command": "touch made"}}]},
         {"expect": {"last_tool_result_contains": "too risky"}, "text": "ok, not running it"},
     ])
-    code, doc = cli_json("run", "--config", str(cfg), "--script", str(script), "--workspace", str(tmp_path), "go")
+    code, doc = cli_json("run", "--config", str(cfg), "--script", str(script), "--workspace", str(tmp_path),
+                         "--sandbox", "danger-full-access", "go")  # unsandboxed, a command asks
     assert code == 4 and doc["stop"]["verdict"] == "WAITING"
     approval = doc["stop"]["approval"]
     assert approval["owner"] == "ops@example.com" and approval["deadline"] and approval["resume_token"]
@@ -189,7 +190,7 @@ def test_sigint_during_long_command_exits_130_and_leaves_nothing(tmp_path):
         {"text": "never"},
     ])
     proc = amos_process("run", "--json", "--yes", "--script", str(script), "--workspace", str(tmp_path), "wait",
-                        cwd=tmp_path)
+                        "--sandbox", "danger-full-access", cwd=tmp_path)  # host pids (the sandbox: test_sandbox_*)
     pid_file = tmp_path / "child.pid"
     deadline = time.monotonic() + 20
     while not pid_file.exists() and time.monotonic() < deadline:

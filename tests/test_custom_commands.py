@@ -220,14 +220,14 @@ def test_bad_files_are_skipped_with_one_line_warnings(ws: Path):
 
 def test_a_broken_file_takes_its_name_and_is_reported_when_invoked(runner, ws: Path, amos_home: Path):
     write(ws / "commands", "greet.md", b"\xff\xfe broken")  # hides the bundled greet.md
-    write(ws / "commands", "plan.md", "---\ndescription: x\n")
-    write(paths.config_dir() / "commands", "plan.md", "a good plan that is never reached")
-    for line, name in (("/greet Ada", "greet"), ("/plan", "plan")):
+    write(ws / "commands", "blueprint.md", "---\ndescription: x\n")
+    write(paths.config_dir() / "commands", "blueprint.md", "a good plan that is never reached")
+    for line, name in (("/greet Ada", "greet"), ("/blueprint", "blueprint")):
         with pytest.raises(SlashCommandError) as info:
             execute_line(runner, line)
         assert info.value.code == "CUSTOM_COMMAND_INVALID"
         assert str(info.value).startswith(f"/{name} cannot be used: {ws / 'commands' / name}.md: ")
-    help_one = execute_line(runner, "/help plan")
+    help_one = execute_line(runner, "/help blueprint")
     assert not help_one.ok and help_one.error["code"] == "CUSTOM_COMMAND_INVALID"
     with pytest.raises(SlashCommandError) as unknown:
         execute_line(runner, "/nope")

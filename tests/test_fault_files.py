@@ -46,7 +46,7 @@ class Unblocker:
                     continue
                 # A reader that only opened to look (O_NONBLOCK, fstat, close) is gone a
                 # moment later; one that waits for data is still there: only that one hangs.
-                self._stop.wait(0.2)
+                self._stop.wait(1.0)
                 try:
                     again = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
                 except OSError:

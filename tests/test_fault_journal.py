@@ -99,7 +99,8 @@ def test_resume_after_a_kill_never_runs_a_held_call_that_already_ran(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
     script = write_script(tmp_path, [{"tool_calls": [LOG_CALL]}, {"text": "done"}, {"text": "continued"}])
-    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "do it")
+    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "--sandbox", "danger-full-access",
+                         "do it")
     assert code == 5 and doc["stop"]["verdict"] == "WAITING_UNROUTED", doc
     waiting = Path(doc["session_path"]).read_bytes()
     sid = doc["session_id"]

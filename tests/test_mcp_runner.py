@@ -5,6 +5,7 @@ give a notice or an error result and the right receipt, and nothing is left runn
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sys
@@ -207,9 +208,13 @@ def test_server_secrets_are_masked_in_the_session(tmp_path, monkeypatch):
     code, doc = cli_json("run", "poke", "--script", str(script), "--workspace", str(ws), "--config", str(config))
     assert code == 0, doc
     home = Path(os.environ["AMOS_HOME"])
+    logs = [p for p in home.rglob("mcp-h.log")]
+    assert logs and all(b"hostile: starting with token=" in p.read_bytes() for p in logs)  # its stderr was kept
+    encoded = base64.b64encode(secret.encode())
     for path in home.rglob("*"):
         if path.is_file():
-            assert secret.encode() not in path.read_bytes(), f"{path} holds the MCP server's secret"
+            data = path.read_bytes()
+            assert secret.encode() not in data and encoded not in data, f"{path} holds the MCP server's secret"
 
 
 def test_invalid_server_entry_is_exit_2_naming_server_and_field(tmp_path):

@@ -40,7 +40,9 @@ def run(server: LlamaCppPythonReplay, workspace: Path, settings: dict[str, Any],
     path = workspace.parent / "amos.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     result = cli("run", "--config", str(path), "--model", "openai-compatible:smollm2", "--base-url",
-                 f"{server.url}/v1", "--workspace", str(workspace), *extra, "--json", prompt)
+                 f"{server.url}/v1", "--workspace", str(workspace),
+                 "--sandbox", "danger-full-access",  # the recorded requests offer run_command without escalation
+                 *extra, "--json", prompt)
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     assert len(lines) == 1, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr

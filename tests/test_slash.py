@@ -40,7 +40,7 @@ def test_builtins(runner, tmp_path):
     assert "/session save" in execute_line(runner, "/help").text
     assert execute_line(runner, "/help tools").result["usage"] == "/tools"
     tools = execute_line(runner, "/tools").result["tools"]
-    assert {"name": "write_file", "effect": "write", "permission": "ask"} in tools
+    assert {"name": "write_file", "effect": "write", "permission": "ask", "by": "tools.permissions.write_file"} in tools
     assert execute_line(runner, "/context loop").result is None
     collect(runner, "x")
     loop = execute_line(runner, "/context loop")

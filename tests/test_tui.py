@@ -54,6 +54,7 @@ def make_runner(tmp_path: Path, workspace: Path):
             options.setdefault("model", f"scripted:{write_script(tmp_path, turns)}")
             options.setdefault("workspace", workspace)
         options.setdefault("interactive", True)
+        options.setdefault("sandbox", "danger-full-access")  # commands ask, as without a sandbox
         runner, opened = open_runner(RunOptions(cwd=tmp_path, **options))
         opened_runners.append(runner)
         return runner, opened

@@ -379,3 +379,29 @@ async def test_the_app_stays_live_while_an_approval_waits(make_runner, workspace
         await pilot.press("y")
         await wait_for(pilot, lambda: app.receipts and not app.busy)
         assert app.conversation.tool_line("c1").status == "succeeded"
+
+
+async def test_always_allows_the_pattern_for_the_session_and_says_so(make_runner, workspace):
+    runner, opened = make_runner([
+        {"tool_calls": [write("notes/a.md", "a\n", "w1")]},
+        {"tool_calls": [write("notes/a.md", "b\n", "w2")]},   # the same path: the pattern covers it
+        {"tool_calls": [write("other.md", "c\n", "w3")]},     # another path: asked
+        {"text": "done"},
+    ])
+    app = AmosApp(runner, opened)
+    asked: list[str] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "write")
+        screen = await approval(pilot, app)
+        assert screen.request.rule == "write_file(/notes/a.md)"
+        assert "Always (a)" in [str(b.label) for b in screen.query("Button")]
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen is not screen)
+        asked.append(app.screen.request.call_id)
+        await pilot.press("n")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.receipts and not app.busy)
+        assert any("allowed for this session: write_file(/notes/a.md)" in n.text for n in notices(app))
+    assert asked == ["w3"]
+    assert (workspace / "notes" / "a.md").read_text() == "b\n" and not (workspace / "other.md").exists()
+    assert {r["rule"] for r in runner.permissions.listing()["rules"]} == {"write_file(/notes/a.md)"}

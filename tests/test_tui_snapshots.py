@@ -40,7 +40,8 @@ def snapshot_runner(tmp_path, monkeypatch):
         script = tmp_path / "script.json"
         script.write_text(json.dumps({"version": 1, "model": "scripted-test", "turns": turns}), encoding="utf-8")
         runner, opened = open_runner(RunOptions(model=f"scripted:{script}", workspace=WORKSPACE,
-                                                interactive=True, no_save=True, cwd=tmp_path, **options))
+                                                interactive=True, no_save=True, cwd=tmp_path,
+                                                **{"sandbox": "danger-full-access", **options}))
         runner.session.id = SESSION_ID
         runners.append(runner)
         return app_module.AmosApp(runner, opened)

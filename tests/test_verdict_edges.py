@@ -163,3 +163,53 @@ def test_every_destination_failure_is_in_the_text_receipt(tmp_path):
     result = cli("run", "--yes", "--script", str(script), "--workspace", str(ws), "--config", str(cfg), "x")
     assert "3 destination check(s) failed" in result.stderr
     assert "at least 50" in result.stderr and "sha256" in result.stderr and "total is 42" in result.stderr
+
+
+# ---------------------------------------------------------------- second new-user pass
+
+def _writes_out(tmp_path: Path, path: str = "out.txt", content: str = "result\n") -> Path:
+    return write_script(tmp_path, [{"tool_calls": [{"name": "write_file", "arguments": {"path": path,
+                                                                                       "content": content}}]},
+                                   {"text": "Done."}], name="writes.json")
+
+
+def test_the_broken_checks_people_type_are_uncertain_never_false_complete(tmp_path):
+    import sys
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = _writes_out(tmp_path)
+    py = sys.executable
+    for check in (f"{py} -m pytset -q", f"{py} -m pytest -q tests/test_nope.py", "sh check.sh", f"{py} check.py"):
+        code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "--no-save", "--yes",
+                             "--verify", check, "do")
+        assert (code, doc["stop"]["verdict"], doc["stop"]["cause"]) == (8, "UNCERTAIN", "checker_error"), check
+        assert "could not" in doc["stop"]["detail"], check
+        assert doc["stop"]["completion"]["reason"].startswith("the check could not give a verdict"), check
+
+
+def test_a_failing_test_is_still_false_complete(tmp_path):
+    import sys
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "test_x.py").write_text("def test_x():\n    assert False\n")
+    code, doc = cli_json("run", "--script", str(_writes_out(tmp_path)), "--workspace", str(ws), "--no-save", "--yes",
+                         "--verify", f"{sys.executable} -m pytest -q test_x.py", "do")
+    assert (code, doc["stop"]["verdict"]) == (3, "FALSE_COMPLETE")
+
+
+def test_a_run_that_rewrites_the_check_script_is_never_verified(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "check.sh").write_text("#!/bin/sh\nexit 1\n")
+    script = _writes_out(tmp_path, "check.sh", "#!/bin/sh\nexit 0\n")
+    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "--no-save", "--yes",
+                         "--verify", "sh check.sh", "do")
+    assert (code, doc["stop"]["verdict"], doc["stop"]["reason"]) == (8, "UNCERTAIN", "check_tampered")
+    assert "check.sh" in doc["stop"]["detail"]
+    # the same work without touching the check's file is verified
+    (ws / "check.sh").write_text("#!/bin/sh\ntest -f out.txt\n")
+    code, doc = cli_json("run", "--script", str(_writes_out(tmp_path)), "--workspace", str(ws), "--no-save",
+                         "--yes", "--verify", "sh check.sh", "do")
+    assert (code, doc["stop"]["verdict"]) == (0, "VERIFIED_COMPLETE"), doc["stop"]

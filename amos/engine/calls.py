@@ -20,12 +20,16 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from amos.messages import ToolCallPart
+from amos.permissions.access import Access
 from amos.policy.canonical import CanonicalizationError, call_identity, fingerprint_tool_call
 from amos.tools.base import Effect, Permission, Tool
 from amos.tools.manager import ToolManager
+
+if TYPE_CHECKING:
+    from amos.engine.access import CallAccess
 
 log = logging.getLogger("amos.doom_loop")
 
@@ -62,6 +66,8 @@ class PlannedCall:
         permission_source: where the permission came from (``tools.permissions``, a
             rule, the tool's default) — shown in receipts and denials.
         summary: a one-line summary for people.
+        access: the whole permission decision (rule, escalation, why; issue 19), or
+            None when planned without rules (the configured permission alone).
     """
 
     call: ToolCallPart
@@ -71,7 +77,13 @@ class PlannedCall:
     permission: Permission
     summary: str
     permission_source: str | None = None
+    access: Access | None = None
     _loop_key_decl: Any = field(default=None, repr=False)
+
+    @property
+    def escalation(self) -> bool:
+        """The call asks to run a command outside the sandbox (only a person approves it)."""
+        return self.access is not None and self.access.escalation
 
     @property
     def call_id(self) -> str:
@@ -123,10 +135,13 @@ class CallPlanner:
 
     Args:
         tools: the tool manager (definitions, permissions, summaries).
+        access: permission rules, the sandbox and plan mode (None: the configured
+            permission of each tool alone).
     """
 
-    def __init__(self, tools: ToolManager):
+    def __init__(self, tools: ToolManager, access: CallAccess | None = None):
         self.tools = tools
+        self.access = access
 
     def plan(self, call: ToolCallPart) -> PlannedCall:
         """The planned form of ``call`` (never raises)."""
@@ -137,7 +152,13 @@ class CallPlanner:
             valid = True
         except Exception:  # noqa: BLE001 - an invalid call fails at execution, unasked
             valid = False
-        return PlannedCall(call=call, tool=tool, valid=valid, effect=tools.effect(call.tool_name),
-                           permission=tools.permission(call.tool_name), summary=tools.summarize(call),
-                           permission_source=tools.permission_source(call.tool_name),
+        effect = tools.effect(call.tool_name)
+        permission, source = tools.permission(call.tool_name), tools.permission_source(call.tool_name)
+        access = None
+        if self.access is not None:
+            access = self.access.decide(call.tool_name, call.arguments, effect=effect, configured=permission,
+                                        configured_source=source)
+            permission, source = access.permission, access.source
+        return PlannedCall(call=call, tool=tool, valid=valid, effect=effect, permission=permission,
+                           summary=tools.summarize(call), permission_source=source, access=access,
                            _loop_key_decl=tool.loop_key if tool is not None else None)

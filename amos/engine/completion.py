@@ -212,13 +212,30 @@ class Completion:
                             text=f"completion baseline: the check cannot run yet ({exc}); the run goes on"))
             return
         rec.baseline = "passed" if result.complete else "failed"
+        pins = await asyncio.to_thread(self._pin_check_files, plan)
+        if pins:
+            rec.baseline_digest = {"check_files": pins}
         if result.complete:
             digest = await asyncio.to_thread(digest_workspace, self.workspace)
-            rec.baseline_digest = {"sha256": digest.sha256, "files": digest.files, "truncated": digest.truncated}
+            rec.baseline_digest = {"sha256": digest.sha256, "files": digest.files, "truncated": digest.truncated,
+                                   **({"check_files": pins} if pins else {})}
             run.emit(Notice(text="completion baseline: the check already passes before the run; only a change "
                                  "to the workspace can make this run VERIFIED_COMPLETE"))
         else:
             run.emit(Notice(text=f"completion baseline: the check fails before the run ({result.reason})"))
+
+    def _pin_check_files(self, plan: CheckPlan) -> dict[str, str]:
+        from amos.engine.check_files import check_files, pin_files
+
+        command = plan.spec.command if plan.spec is not None else None
+        return pin_files(check_files(command, self.workspace), self.workspace)
+
+    def _tampered(self, rec) -> list[str]:
+        """Files the check command runs that changed since the baseline (amos/engine/check_files.py)."""
+        from amos.engine.check_files import changed_files
+
+        pins = (rec.baseline_digest or {}).get("check_files")
+        return changed_files(pins, self.workspace) if isinstance(pins, dict) and pins else []
 
     def _missing_program(self, plan: CheckPlan) -> str | None:
         """The check command's program when it is a bare name that is neither on PATH, a
@@ -267,11 +284,22 @@ class Completion:
             # The workspace is compared before the check runs: a check that writes (a log,
             # a stamp) must not make a run that did nothing look like it changed something.
             changed = await asyncio.to_thread(self._workspace_changed, rec)
+            tampered = await asyncio.to_thread(self._tampered, rec)
+            if tampered:  # the check may have been rewritten to pass: it cannot confirm
+                rec.completion = CompletionResult(complete=None, reason="not run: the run changed the check's own "
+                                                                        f"files ({', '.join(tampered[:5])})")
+                run.stop("checker_error", "check_tampered",
+                         f"the run changed {', '.join(tampered[:5])}, which the completion check "
+                         f"{self.masker.text(plan.summary())} runs, so its verdict cannot confirm the work; review "
+                         "the change (and amos diff / /undo when snapshots are on)")
+                return True
             run.emit(Notice(text=f"completion check: running {self.masker.text(plan.summary())}"))
             before = len(self.transcript.messages)
             try:
                 result = await self._run_checks(run, gate, plan)
             except CheckerError as exc:
+                text = self.masker.text(str(exc))
+                rec.completion = CompletionResult(complete=None, reason=f"the check could not give a verdict: {text}")
                 run.stop("checker_error", "checker_error", f"the completion check could not give a verdict: {exc}")
                 return True
             if len(self.transcript.messages) != before:
@@ -309,7 +337,8 @@ class Completion:
                      f"the completion check {self.masker.text(plan.summary())} passes, but it already passed before "
                      "this run and the workspace did not change: nothing shows this run did the work")
             return True
-        how = " (failing → passing)" if rec.baseline == "failed" else ""
+        how = (" (failing → passing)" if rec.baseline == "failed"
+               else " (it already passed before the run; the workspace changed)" if rec.baseline == "passed" else "")
         run.stop("answer", "completed",
                  f"the model {self._claimed(claim)} and every host completion check confirmed{how}")
         return True

@@ -16,6 +16,7 @@ from typing import Any
 
 from amos.config_models import AmosConfig
 from amos.doom_guard import DoomLoopGuard
+from amos.engine.access import CallAccess
 from amos.engine.binding import SessionBinding
 from amos.engine.completion import Completion
 from amos.engine.context_budget import ContextBudget
@@ -57,6 +58,8 @@ class Engine:
         run_end: how a run ends.
         doom_guard: doom-loop state (None when ``doom_loop`` is off).
         mcp: the MCP servers' tools and notices (None without servers; issue 18).
+        access: permission rules, the command sandbox and plan mode (None: each tool's
+            configured permission alone; issue 19).
         extra_gates: gates added by the caller, after the built-in ones.
         policy_override: a loop policy set with ``Host.set_loop_policy`` (unset: config's).
     """
@@ -78,6 +81,7 @@ class Engine:
     run_end: RunEnd
     doom_guard: DoomLoopGuard | None = None
     mcp: McpTools | None = None
+    access: CallAccess | None = None
     extra_gates: list[Gate] = field(default_factory=list)
     policy_override: Any = _UNSET
 

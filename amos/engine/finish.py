@@ -86,7 +86,7 @@ class RunEnd:
             pending=pending_infos(run.pending, session.id), completion_configured=completion_configured,
             policy_hash=self.settings.policy_hash, policy_enabled=policy is not None,
             max_recovery_attempts=policy.max_recovery_attempts if policy is not None else None,
-            check=check, workspace_changed=run.workspace_changed)
+            check=check, sandbox=run.sandbox, workspace_changed=run.workspace_changed)
         if doom is not None:
             loop = loop.model_copy(update={"doom_loop": doom.diagnostics()})
         session.loop = loop

@@ -24,6 +24,7 @@ from amos.engine.driver import RunDriver
 from amos.engine.engine import Engine
 from amos.engine.loop import TurnLoop
 from amos.engine.mcp_control import McpControl
+from amos.engine.permissions_control import PermissionsControl
 from amos.engine.policy_gate import live_diagnostics
 from amos.engine.previews import FileDiff
 from amos.engine.resuming import decided_run
@@ -594,11 +595,18 @@ class Host:
         """The session's MCP servers: status, tools, prompts (issue 18; empty without servers)."""
         return McpControl(self.engine.mcp)
 
+    @property
+    def permissions(self) -> PermissionsControl:
+        """Permission rules, the sandbox and plan mode (issue 19)."""
+        return PermissionsControl(self.engine.access, self._ensure_idle)
+
     def close(self) -> None:
         """Stop the session's MCP servers, release the session lock and temporary
         resources (the journal is fsynced)."""
         if self.engine.mcp is not None:
             self.engine.mcp.close()
+        if self.engine.access is not None:
+            self.engine.access.close()
         self.engine.transcript.close()
         for fn in self._on_close:
             fn()

@@ -87,7 +87,7 @@ class TurnLoop:
         self.gates = [*builtin_gates(self.durability, self.permissions, self.doom, self.policy),
                       *([engine.mcp] if engine.mcp is not None else []), *engine.extra_gates]
         recorder = OutcomeRecorder(engine.tools, engine.transcript, engine.evidence, engine.masker, self.gates)
-        self.round = ToolRound(engine.tools, CallPlanner(engine.tools), self.gates, self.permissions, recorder,
+        self.round = ToolRound(engine.tools, CallPlanner(engine.tools, engine.access), self.gates, self.permissions, recorder,
                                done_tool=self.plan.done_tool)
 
     # ------------------------------------------------------------------ driving
@@ -114,6 +114,9 @@ class TurnLoop:
         run._emit = self.emit
         run.mask = functools.partial(scrub, secrets=tuple(engine.settings.secrets))
         warnings = engine.transcript.open()
+        if engine.access is not None:  # the sandbox of the mode in force (plan mode: read-only)
+            engine.tools.context = engine.access.tool_context(engine.tools.context)
+            run.sandbox = engine.access.in_force()
         if run.resumed:
             engine.transcript.fields("pending")  # the decisions of this resume
         self.emit(RunStarted(session_id=engine.transcript.session.id, execution_id=run.execution_id,
@@ -319,7 +322,7 @@ class TurnLoop:
         finish = turn.finish.finish_reason
         if finish == "length":
             assert self.round is not None
-            planner = CallPlanner(self.engine.tools)
+            planner = CallPlanner(self.engine.tools, self.engine.access)
             for call in turn.calls:
                 self.round.recorder.refuse(run, planner.plan(call), "not_started",
                                            "not run: the model's turn was cut off by its output limit before "

@@ -22,6 +22,7 @@ from amos import paths
 from amos.config_models import AmosConfig
 from amos.context import build_system_prompt
 from amos.doom_guard import DoomLoopGuard
+from amos.engine.access import CallAccess, build_access
 from amos.engine.binding import SessionBinding
 from amos.engine.completion import Completion
 from amos.engine.context_budget import ContextBudget
@@ -60,13 +61,19 @@ def load_host_config(options: RunOptions) -> tuple[AmosConfig, list[str]]:
     Raises:
         ConfigError: an unreadable or invalid config file.
     """
+    loaded = _load_layers(options)
+    return loaded.config, list(loaded.warnings)
+
+
+def _load_layers(options: RunOptions) -> Any:
+    """The ``LoadedConfig`` (config, warnings and every layer: permission rules add up
+    across layers)."""
     from amos.config import load_config
 
     config_path = options.config_path
     if config_path is not None and not config_path.is_absolute():
         config_path = options.cwd / config_path
-    loaded = load_config(config_path=config_path, cwd=options.cwd)
-    return loaded.config, list(loaded.warnings)
+    return load_config(config_path=config_path, cwd=options.cwd)
 
 
 def open_store(config: AmosConfig) -> SessionStore:
@@ -291,7 +298,8 @@ def _evidence_capture(config: AmosConfig, session: Session, secrets: tuple[str, 
                            project_threshold_bytes=int(config.evidence.project_threshold_bytes))
 
 
-def _tool_manager(config: AmosConfig, choice: _Choice, opened: Opened, extra_tools: list) -> Any:
+def _tool_manager(config: AmosConfig, choice: _Choice, opened: Opened, extra_tools: list, *,
+                  sandboxed: bool = False) -> Any:
     from amos.tools import ToolContext, ToolManager, builtin_tools
     from amos.tools.command import child_env
 
@@ -301,7 +309,7 @@ def _tool_manager(config: AmosConfig, choice: _Choice, opened: Opened, extra_too
     permissions = dict(config.tools.permissions)
     if choice.demo and opened.demo_workspace is not None:
         permissions.update({"write_file": "allow", "edit_file": "allow", "run_command": "allow"})
-    tools = builtin_tools() + extra_tools
+    tools = builtin_tools(sandboxed=sandboxed) + extra_tools
     completion = config.loop_policy.completion if config.loop_policy else None
     if completion is not None and completion.done_tool:
         from amos.engine.done_tool import done_tool
@@ -350,7 +358,7 @@ def _settings(config: AmosConfig, options: RunOptions, choice: _Choice, loop_pol
         approvals_owner=config.approvals.owner,
         approvals_deadline_s=float(config.approvals.deadline_s),
         auto_approve=options.yes,
-        interactive=options.interactive,
+        interactive=options.interactive or options.ask,
         policy_hash=policy_hash(config),
         loop_policy=loop_policy,
         autosave=bool(config.sessions.autosave) or not options.interactive,
@@ -406,7 +414,8 @@ def _mcp_tools(servers: Any, tools: Any, *, store: SessionStore, session: Sessio
 
 def wire(*, config: AmosConfig, settings: RunSettings, session: Session, binding: SessionBinding,
          model: ModelSlot, tools: Any, workspace: Path, capture: Any, tasks: Any,
-         extra_gates: list[Gate] | None = None, mcp: McpTools | None = None) -> Engine:
+         extra_gates: list[Gate] | None = None, mcp: McpTools | None = None,
+         access: CallAccess | None = None) -> Engine:
     """Wire the collaborators of one session into an :class:`Engine`.
 
     Args:
@@ -421,6 +430,8 @@ def wire(*, config: AmosConfig, settings: RunSettings, session: Session, binding
         tasks: the task notebook, or None.
         extra_gates: gates to add after the built-in ones (see :mod:`amos.engine.gates`).
         mcp: the MCP collaborator, or None.
+        access: permission rules, the sandbox and plan mode, or None (configured
+            permissions alone).
     """
     autosave = binding.saved and settings.autosave
     masker = Masker(settings.secrets)
@@ -428,7 +439,8 @@ def wire(*, config: AmosConfig, settings: RunSettings, session: Session, binding
         tasks.filter_inputs(masker.value)  # every note a front end adds is masked (issue 17, item 2)
     approvals = Approvals()
     transcript = Transcript(session, binding, journalled=autosave)
-    instructions = Instructions(build_system_prompt(workspace, config.system_prompt), tasks, transcript, binding)
+    instructions = Instructions(build_system_prompt(workspace, config.system_prompt), tasks, transcript, binding,
+                                mode_note=access.instructions_note if access is not None else None)
     env = dict(tools.context.env)
     return Engine(
         config=config, settings=settings, workspace=workspace, env=env, transcript=transcript, binding=binding,
@@ -443,6 +455,7 @@ def wire(*, config: AmosConfig, settings: RunSettings, session: Session, binding
         doom_guard=DoomLoopGuard.from_config(config.doom_loop, session.doom_loop) if config.doom_loop else None,
         extra_gates=list(extra_gates or []),
         mcp=mcp,
+        access=access,
     )
 
 
@@ -462,9 +475,10 @@ def open_host(options: RunOptions, *, extra_gates: list[Gate] | None = None) -> 
         UsageError: no model chosen with ``require_model``, or a bad flag value.
         SessionError: the session is unknown, corrupt or busy.
     """
-    config, warnings = load_host_config(options)
+    loaded = _load_layers(options)
+    config = loaded.config
     store = open_store(config)
-    opened = Opened(warnings=warnings)
+    opened = Opened(warnings=list(loaded.warnings))
     session, lock = _open_session(store, options, opened)
     try:
         config = _remembered_config(options, session, config, opened)
@@ -482,7 +496,9 @@ def open_host(options: RunOptions, *, extra_gates: list[Gate] | None = None) -> 
             # capture.known is the EvidenceRecorder's lookup over the current session.
             extra_tools = evidence_tools(capture.store, lambda record_id: capture.known(record_id))
         tasks = _task_state(config, session)
-        tools = _tool_manager(config, choice, opened, extra_tools)
+        access = build_access(config, list(loaded.layers), choice.workspace, mode=options.sandbox,
+                              plan=options.plan, allow=options.allow, deny=options.deny, warnings=opened.warnings)
+        tools = _tool_manager(config, choice, opened, extra_tools, sandboxed=access.sandbox.works)
         settings = _settings(config, options, choice, _loop_policy(config, tools, choice, bool(servers.servers)),
                              secrets)
         _remember_host(session, options, choice, secrets, opened)
@@ -494,7 +510,7 @@ def open_host(options: RunOptions, *, extra_gates: list[Gate] | None = None) -> 
                          workspace=choice.workspace, secrets=secrets)
         engine = wire(config=config, settings=settings, session=session, binding=binding,
                       model=ModelSlot(provider, choice.model, factory), tools=tools, workspace=choice.workspace,
-                      capture=capture, tasks=tasks, extra_gates=extra_gates, mcp=mcp)
+                      capture=capture, tasks=tasks, extra_gates=extra_gates, mcp=mcp, access=access)
     except BaseException:
         if lock is not None:
             lock.release()

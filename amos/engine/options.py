@@ -44,6 +44,12 @@ class RunOptions:
         interactive: a person can answer approvals now (TUI).
         require_model: when no model is chosen, fail (``amos run``) instead of demo.
         cwd: folder relative flags are resolved against.
+        ask: a person answers approvals now in the shell (``amos run`` on a terminal,
+            without ``--no-ask``); unlike ``interactive`` the session is saved as by
+            ``amos run``.
+        sandbox: ``--sandbox MODE`` (None: ``sandbox.mode``).
+        plan: ``--plan``: a plan run (read-only sandbox, write tools denied).
+        allow / deny: ``--allow`` / ``--deny`` permission rules for this process only.
     """
 
     config_path: Path | None = None
@@ -60,6 +66,11 @@ class RunOptions:
     interactive: bool = False
     require_model: bool = True
     cwd: Path = field(default_factory=Path.cwd)
+    ask: bool = False
+    sandbox: str | None = None
+    plan: bool = False
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
 
 
 @dataclass

@@ -3,7 +3,8 @@
 spec/tools.md (permissions) and spec/stop-receipts.md "Approvals that pause a run".
 A ``deny`` call is refused with the setting named. An ``ask`` call is decided, in this
 order, by: a denial of the identical call earlier in the execution (denied again,
-never asked twice), a decision given with ``Host.resume`` (``preset``), ``--yes``, an
+never asked twice), a decision given with ``Host.resume`` (``preset``), ``--yes`` (never
+for a request to run a command outside the sandbox, issue 19), an
 approval a person gave "for this session" in this process, a person asked now (the
 TUI: an ``ApprovalRequested`` event, answered with ``Host.answer_approval``), or, when
 nobody can be asked, an approval pause: the run stops WAITING holding this call and
@@ -67,22 +68,39 @@ class PermissionGate(Gate):
     async def admit(self, run: RunState, call: PlannedCall, round: RoundControl) -> Decision | None:
         if not call.valid:  # invalid calls fail at execution, unasked
             return None
+        access = call.access
+        preset = self.preset.get(call.call_id)
+        if preset is not None and not preset[0] and call.permission != "deny":
+            # a person's denial (amos resume --deny) stands even when the call would now run
+            # unasked (resumed with another sandbox mode or rules)
+            text = f"denied by the user: {preset[1]}" if preset[1] else "denied by the user"
+            if call.identity:
+                run.record.denied[call.identity] = text
+            return Decision.refuse("denied", text)
         if call.permission == "deny":
+            if access is not None and access.reason:
+                return Decision.refuse("denied", access.reason)
             return Decision.refuse("denied", f"denied: tool {call.tool_name} is set to deny "
-                                             f"(tools.permissions.{call.tool_name})")
+                                             f"({call.permission_source or 'tools.permissions.' + call.tool_name})")
         if call.permission != "ask":
+            if access is not None and access.allowed_by:
+                run.allowed[call.call_id] = access.allowed_by
             return None
         identity = call.identity or ""
         denied = run.record.denied
         if identity in denied:
             return Decision.refuse("denied", "denied again without asking (identical to a call denied earlier): "
                                              f"{denied[identity]}")
+        by = "approved by a person"
         if call.call_id in self.preset:
             approved, reason = self.preset[call.call_id]
-        elif self.settings.auto_approve:
+            by = "approved with amos resume"
+        elif self.settings.auto_approve and not call.escalation:  # --yes never runs a command unsandboxed
             approved, reason = True, None
+            by = "--yes"
         elif identity in self.approvals.for_session:
             approved, reason = True, None
+            by = "approved for this session earlier"
             run.emit(Notice(text=f"{call.summary}: approved for this session earlier (same tool, same "
                                  "arguments); not asked again"))
         elif self.settings.interactive:
@@ -91,6 +109,7 @@ class PermissionGate(Gate):
         else:
             return Decision.hold()
         if approved:
+            run.allowed[call.call_id] = by
             return None
         text = f"denied by the user: {reason}" if reason else "denied by the user"
         if identity:
@@ -101,9 +120,15 @@ class PermissionGate(Gate):
         """Ask the front end and wait for ``Host.answer_approval``; ``(approved, reason)``."""
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         self.approvals.waiting[call.call_id] = future
+        from amos.permissions import suggest_rule
+        from amos.tools.command_sandbox import escalation_justification
+
+        escalation = call.escalation
         run.emit(ApprovalRequested(
             call_id=call.call_id, tool=call.tool_name, effect=call.effect, summary=call.summary,
-            arguments=call.call.arguments,
+            arguments=call.call.arguments, escalation=escalation,
+            justification=escalation_justification(call.call.arguments) if escalation else None,
+            rule=None if escalation else suggest_rule(call.tool_name, call.call.arguments),
             resume_token=f"{self.transcript.session.id}:{run.execution_id}:{call.call_id}"))
         try:
             approved, reason, remember = await future

@@ -20,10 +20,19 @@ _CATEGORY_ORDER = ("objective", "constraint", "decision", "question", "artifact"
 
 
 def tools_report(engine: Engine) -> list[dict[str, str]]:
-    """Each tool's name, effect and permission, in registration order."""
-    tools = engine.tools
-    return [{"name": s.name, "effect": tools.effect(s.name), "permission": tools.permission(s.name)}
-            for s in tools.specs()]
+    """Each tool's name, effect and permission, in registration order: the permission a
+    call with no rule of its own gets (``run_command`` runs unasked in a working sandbox;
+    ``by`` says what decided; issue 19)."""
+    tools, access = engine.tools, engine.access
+    rows = []
+    for spec in tools.specs():
+        permission, by = tools.permission(spec.name), tools.permission_source(spec.name)
+        if access is not None:
+            decided = access.decide(spec.name, {}, effect=tools.effect(spec.name), configured=permission,
+                                    configured_source=by, rules_apply=False)
+            permission, by = decided.permission, decided.source
+        rows.append({"name": spec.name, "effect": tools.effect(spec.name), "permission": permission, "by": by})
+    return rows
 
 
 def policy_report(engine: Engine) -> dict[str, Any]:

@@ -44,6 +44,9 @@ class RunState:
             (None: not compared).
         done_claim: the summary of a done-tool call made in the current round, if any.
         started_monotonic: ``time.monotonic()`` when the run began (seconds).
+        allowed: call id → what let it run (``rule …``, ``sandbox (workspace-write)``,
+            ``--yes``, ``approved by a person``…) for the receipt's tool-call rows.
+        sandbox: how commands run in this execution and whether it is a plan run.
         mask: masks secrets in a stop's detail and in notices (provider keys, MCP server
             secrets and, as in provider errors, any ``*KEY*``/``*TOKEN*`` variable's
             value become ``****``); set by the loop.
@@ -66,6 +69,8 @@ class RunState:
     workspace_changed: bool | None = None
     done_claim: str | None = None
     started_monotonic: float = field(default_factory=time.monotonic)
+    allowed: dict[str, str] = field(default_factory=dict)
+    sandbox: Any = None
     mask: Callable[[str], str] = field(default=lambda text: text, repr=False)
     queue: asyncio.Queue | None = field(default=None, repr=False)
     _emit: Callable[[RunEvent], None] | None = field(default=None, repr=False)

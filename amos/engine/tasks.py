@@ -26,14 +26,22 @@ class Instructions:
         tasks: the notebook, or None when ``task_state.enabled`` is false.
         transcript: the session (the notebook's snapshot is kept in it).
         binding: where the session is saved after a host edit.
+        mode_note: what the mode in force adds to the system prompt ("" for none).
     """
 
     def __init__(self, system_prompt: str, tasks: TaskState | None, transcript: Transcript,
-                 binding: SessionBinding):
-        self.system_prompt = system_prompt
+                 binding: SessionBinding, mode_note: Callable[[], str] | None = None):
+        self._system_prompt = system_prompt
         self.tasks = tasks
         self.transcript = transcript
         self.binding = binding
+        self.mode_note = mode_note
+
+    @property
+    def system_prompt(self) -> str:
+        """The system prompt, with what the mode in force adds (plan mode; issue 19)."""
+        note = self.mode_note() if self.mode_note is not None else ""
+        return f"{self._system_prompt}\n\n{note}" if note else self._system_prompt
 
     def text(self) -> str:
         """The instructions of the next model request."""

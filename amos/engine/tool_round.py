@@ -20,6 +20,7 @@ The round reads top to bottom:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -91,6 +92,7 @@ class OutcomeRecorder:
                                "evidence_id": result.evidence_id}
         if result.evidence_error:
             row["evidence_error"] = result.evidence_error
+        row.update(_access_fields(run, call, outcome))
         rec.tool_calls.append(row)
         rec.observations.append(LoopObservation(tool=call.tool_name, call_id=call.call_id,
                                                 effect=outcome.effect, status=outcome.status))
@@ -102,6 +104,23 @@ class OutcomeRecorder:
             call_id=call.call_id, tool=call.tool_name, summary=call.summary, status=outcome.status,
             duration_s=round(outcome.duration_s, 3), error=clean_text(outcome.error) if outcome.error else None,
             content=content, evidence_id=result.evidence_id))
+
+
+def _access_fields(run: RunState, call: PlannedCall, outcome: ToolOutcome) -> dict[str, Any]:
+    """What let a call run (``allowed_by``) and, for a command that ran, the sandbox it ran
+    in (``sandbox``: ``{"mode", "network"}``) — the receipt's rows (issue 19, "Receipts")."""
+    fields: dict[str, Any] = {}
+    if call.call_id in run.allowed:
+        fields["allowed_by"] = run.allowed[call.call_id]
+    if call.tool_name != "run_command" or outcome.status in ("denied", "not_started", "blocked"):
+        return fields
+    used = outcome.result.get("sandbox") if isinstance(outcome.result, dict) else None
+    if isinstance(used, dict):
+        fields["sandbox"] = {"mode": used.get("mode"), "network": bool(used.get("network"))}
+    elif run.sandbox is not None:
+        mode = "danger-full-access" if run.sandbox.mode == "danger-full-access" else "none (sandbox unavailable)"
+        fields["sandbox"] = {"mode": mode, "network": True}
+    return fields
 
 
 class ToolRound:
@@ -211,7 +230,10 @@ class ToolRound:
             storage_stop(run, call, lost)
             self.recorder.refuse(run, call, "not_started", f"not run: the session journal cannot be written ({lost})")
             return
-        outcome = await self.tools.execute(call.call, run.execution_id)
+        context = None
+        if call.escalation:  # it was asked and a person approved: it may run unsandboxed
+            context = dataclasses.replace(self.tools.context, sandbox_escalation_approved=True)
+        outcome = await self.tools.execute(call.call, run.execution_id, context=context)
         self.recorder.record(run, call, outcome)
 
     def _started(self, run: RunState, call: PlannedCall) -> None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from amos.mcp.config import McpServerSpec
-from amos.mcp.launch import log_path, open_log, server_env, stderr_tail, supervised
+from amos.mcp.launch import MaskedStderr, log_path, open_log, server_env, stderr_tail, supervised
 from amos.tools.base import ToolEffectUncertain, ToolFailure, ToolTimeout
 
 log = logging.getLogger("amos.mcp")
@@ -103,6 +103,7 @@ class ServerConnection:
         self._retired: set[asyncio.Task[None]] = set()
         self._lock: asyncio.Lock | None = None
         self._log_handle: Any = None
+        self._stderr: MaskedStderr | None = None
         self._log_offset = 0
         self._reported = False
         self.http_error: str | None = None
@@ -229,7 +230,8 @@ class ServerConnection:
             command, args = supervised(spec.command or "", spec.args)
             params = StdioServerParameters(command=command, args=args, env=server_env(spec.env, self.environ),
                                            cwd=str(self.cwd), encoding_error_handler="replace")
-            transport = stdio_client(params, errlog=self._log_handle)
+            self._stderr = MaskedStderr(self._log_handle, self.secrets)  # the log now belongs to it
+            transport = stdio_client(params, errlog=self._stderr.errlog)
         elif spec.transport == "http":
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
@@ -396,6 +398,11 @@ class ServerConnection:
         self._close_log()
 
     def _close_log(self) -> None:
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+            self._log_handle = None
+            return
         if self._log_handle is not None:
             try:
                 self._log_handle.close()
@@ -407,11 +414,15 @@ class ServerConnection:
 
     def write_log(self, line: str) -> None:
         """Append one masked line (``## …``, so it is never quoted as stderr) to the log; never raises."""
+        text = "## " + self._mask(" ".join(str(line).split())) + "\n"
+        if self._stderr is not None:
+            self._stderr.write(text)
+            return
         handle = self._log_handle
         if handle is None:
             return
         try:
-            handle.write("## " + self._mask(" ".join(str(line).split())) + "\n")
+            handle.write(text)
             handle.flush()
         except (OSError, ValueError):
             pass

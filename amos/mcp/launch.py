@@ -140,6 +140,86 @@ def open_log(path: Path, header: str) -> tuple[IO[str], int]:
     return handle, handle.tell()
 
 
+class MaskedStderr:
+    """A server's stderr, masked line by line on its way to the log (issue 18: server
+    secrets and provider keys never reach disk).
+
+    The server writes into a pipe (:attr:`errlog`, its stderr); a daemon thread reads
+    it, masks each line (the values and their common encodings,
+    :func:`amos.evidence.redact.masker_for`) and appends it to the log file, so a
+    chatty server never blocks. A line is masked whole (a secret split across reads is
+    still caught); one longer than ``MAX_LINE_BYTES`` is masked in pieces of that size.
+
+    Args:
+        log: the open log file (:func:`open_log`); written by the thread only.
+        secrets: the values to mask.
+    """
+
+    MAX_LINE_BYTES = 65536
+
+    def __init__(self, log: IO[str], secrets: Iterable[str]):
+        import threading
+
+        from amos.evidence.redact import masker_for
+
+        self.log = log
+        self._lock = threading.Lock()
+        self._masker = masker_for(tuple(s for s in secrets if s))
+        read_fd, write_fd = os.pipe()
+        self._read = os.fdopen(read_fd, "rb", buffering=0)
+        self.errlog: IO[str] = os.fdopen(write_fd, "w", encoding="utf-8", errors="replace")
+        self._thread = threading.Thread(target=self._pump, name="amos-mcp-stderr", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        pending = b""
+        try:
+            while True:
+                chunk = self._read.read(65536)
+                if not chunk:
+                    break
+                pending += chunk
+                while b"\n" in pending or len(pending) > self.MAX_LINE_BYTES:
+                    cut = pending.find(b"\n") + 1 or self.MAX_LINE_BYTES
+                    self._write(pending[:cut])
+                    pending = pending[cut:]
+            if pending:
+                self._write(pending)
+        except (OSError, ValueError):
+            pass
+        finally:
+            try:
+                self._read.close()
+            except OSError:
+                pass
+            with self._lock:
+                try:
+                    self.log.close()
+                except OSError:
+                    pass
+
+    def _write(self, data: bytes) -> None:
+        self.write(data.decode("utf-8", "replace"))
+
+    def write(self, text: str) -> None:
+        """Append ``text`` to the log, masked (amos's own ``## …`` lines too); never raises."""
+        with self._lock:
+            try:
+                self.log.write(self._masker.mask(text))
+                self.log.flush()
+            except (OSError, ValueError):
+                pass
+
+    def close(self, wait_s: float = 1.0) -> None:
+        """Close amos's write end; the thread writes what is left and closes the log once
+        the server's copy is closed too (waited for ``wait_s`` seconds)."""
+        try:
+            self.errlog.close()
+        except OSError:
+            pass
+        self._thread.join(wait_s)
+
+
 def stderr_tail(path: Path, offset: int, secrets: Iterable[str] = (), lines: int = STDERR_TAIL_LINES) -> list[str]:
     """The last non-empty lines a server wrote to its log since ``offset``, masked and cleaned.
 
@@ -166,4 +246,4 @@ def stderr_tail(path: Path, offset: int, secrets: Iterable[str] = (), lines: int
 
 
 __all__ = ["MINIMAL_ENV_NAMES", "SUPERVISOR", "server_env", "supervised", "log_path", "open_log",
-           "stderr_tail"]
+           "stderr_tail", "MaskedStderr"]

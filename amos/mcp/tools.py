@@ -132,6 +132,8 @@ def build_tools(conn: ServerConnection) -> tuple[list[Tool], list[ToolEntry], li
             summarize_result=summarize_result,
             timeout_s=float(settings.timeout_s) if settings.timeout_s is not None else None,
             display_name=full if full != name else None,
+            permission_origin=(f"mcpServers.{spec.name}.tools.{raw_name}.permission"
+                               if override and override.permission else None),
         ))
         entries.append(entry)
     return tools, entries, notices

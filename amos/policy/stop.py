@@ -89,6 +89,23 @@ class CheckInForce(_Model):
     confirmed_by: str | None = None
 
 
+class SandboxInForce(_Model):
+    """How commands ran and whether it was a plan run (issue 19, "Receipts").
+
+    Attributes:
+        mode: ``read-only``, ``workspace-write`` or ``danger-full-access`` (the mode
+            commands ran in; plan mode runs them ``read-only``).
+        available: the sandbox works here (False: commands ran unsandboxed after asking).
+        network: commands could reach the network.
+        plan: a plan run (``--plan`` / ``/plan``): write tools denied, a plan asked for.
+    """
+
+    mode: str
+    available: bool
+    network: bool
+    plan: bool = False
+
+
 class ApprovalInfo(_Model):
     """One held tool call waiting for a person's decision.
 
@@ -125,6 +142,7 @@ class StopReceipt(_Model):
     pending_approvals: list[ApprovalInfo] = Field(default_factory=list)
     stop_condition: dict[str, Any] | None = None
     policy: str | None = None
+    sandbox: SandboxInForce | None = None
     started_at: str
     ended_at: str
 

@@ -17,6 +17,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -70,7 +71,7 @@ async def run_command_check(
     code, tail, _ = await run_bounded(command, workspace=workspace, env=env, timeout_s=timeout_s,
                                       what="completion check")
     text = tail.decode("utf-8", errors="replace")[-FEEDBACK_TAIL_CHARS:]
-    broken = _broken_check(code, text)
+    broken = _broken_check(code, text, command)
     if broken is not None:
         raise CheckerError(f"completion check `{command}` {broken}")
     if code == 0:
@@ -97,15 +98,39 @@ def last_lines(text: str, count: int = OUTPUT_LINES) -> str | None:
     return "\n".join(lines[-count:]) if lines else None
 
 
-def _broken_check(code: int, output: str) -> str | None:
+_PY_NO_MODULE = re.compile(r"^\S*python[\d.]*(?:\.exe)?: No module named (\S+)", re.MULTILINE)
+_PY_NO_FILE = re.compile(r"^\S*python[\d.]*(?:\.exe)?: can't open file (.+?): \[Errno 2\]", re.MULTILINE)
+_SH_NO_FILE = re.compile(r"^\S*(?:sh|bash|dash|zsh)(?:: \d+)?: (?:cannot open|Can't open) (.+?)(?:: No such file.*)?$",
+                         re.MULTILINE)
+_PYTEST_WORD = re.compile(r"(?:^|[\s/])(?:py\.test|pytest)(?:\s|$)")
+
+
+def _broken_check(code: int, output: str, command: str = "") -> str | None:
     """Why an exit status means the check could not give a verdict, else None.
 
     126 (found but not executable), 127 (not found), death by a signal (a negative
-    status, or the shell's 128+N for the usual kill signals): the host's check broke,
-    which is never the model's fault (issue 16; spec/stop-receipts.md row 9).
+    status, or the shell's 128+N for the usual kill signals), and the ways the programs
+    people check with say they could not start the check: Python's "No module named X"
+    for ``-m X`` and "can't open file", a shell's "cannot open FILE", pytest's exit 4
+    (usage error, e.g. a test path that does not exist) and 5 (no tests collected). The
+    host's check broke, which is never the model's fault (issue 16; spec/stop-receipts.md
+    row 9).
     """
     first = next((line.strip() for line in output.splitlines() if line.strip()), "")
     said = f": {first[:200]}" if first else ""
+    if code > 0:
+        found = _PY_NO_MODULE.search(output)
+        if found and code == 1 and re.search(rf"-m\s+{re.escape(found.group(1))}(?:\s|$)", command):
+            return f"could not run: Python has no module {found.group(1)} (a typo, or not installed)"
+        found = _PY_NO_FILE.search(output)
+        if found and code == 2:
+            return f"could not run: Python cannot open the file {found.group(1)}"
+        found = _SH_NO_FILE.search(output)
+        if found and code in (2, 127):
+            return f"could not run: the shell cannot open {found.group(1)}"
+        if _PYTEST_WORD.search(command) and code in (4, 5):
+            why = "pytest's usage error (exit 4)" if code == 4 else "pytest collected no tests (exit 5)"
+            return f"could not give a verdict: {why}{said}"
     if code == 127:
         return f"could not run (exit 127, command not found){said}"
     if code == 126:

@@ -20,6 +20,7 @@ from amos.render import checkpoint_rows_text
 from amos.slash.custom import CustomCommand, Skipped, expand, load_custom_commands
 from amos.slash.mcp import MCP_PREFIX, MCP_USAGE, mcp_command, mcp_prompt_result, prompt_rows
 from amos.slash.parser import parse_line, split_tokens
+from amos.slash.permissions import PERMISSIONS_USAGE, PLAN_USAGE, permissions_command, plan_command
 
 
 @dataclass
@@ -503,6 +504,13 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
             details="/mcp  start the configured MCP servers not started yet (mcpServers in the config, a trusted "
                     "./.mcp.json) and show each one's status, its tools (mcp__SERVER__TOOL) with effect and "
                     "permission, and its prompts (/mcp__SERVER__PROMPT ARGS: by position or name=value)"),
+    Command("permissions", PERMISSIONS_USAGE, "permission rules in force and where each came from; the sandbox",
+            lambda runner, rest, line: permissions_command(runner, rest, line)),
+    Command("plan", PLAN_USAGE, "plan mode for the next runs: read-only, write tools refused, a plan asked for",
+            lambda runner, rest, line: plan_command(runner, rest, line),
+            details="/plan      plan mode on: commands run in a read-only sandbox, write tools are refused, the "
+                    "model is asked for a plan; receipts say it was a plan run\n"
+                    "/plan off  back to the configured mode"),
     Command("clear", "/clear", "clear the screen (not the session)", _clear),
     Command("quit", "/quit", "save (if autosave) and exit", _quit),
 ]}

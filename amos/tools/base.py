@@ -139,6 +139,8 @@ class Tool:
             ``command_timeout_s``; None uses the context's.
         display_name: the name shown on screen when ``name`` had to be shortened for
             providers (an MCP tool's full ``mcp__SERVER__TOOL``); None shows ``name``.
+        permission_origin: the setting ``default_permission`` came from, shown in denials
+            (``mcpServers.git.tools.git_commit.permission``); None says ``default``.
     """
 
     name: str
@@ -155,6 +157,7 @@ class Tool:
     input_schema: Mapping[str, Any] | None = None
     timeout_s: float | None = None
     display_name: str | None = None
+    permission_origin: str | None = None
 
     def __post_init__(self) -> None:
         if (self.args_model is None) == (self.input_schema is None):

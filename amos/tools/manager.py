@@ -175,9 +175,12 @@ class ToolManager:
     def permission_source(self, name: str) -> str:
         """Where :meth:`permission` of ``name`` comes from: ``tools.permissions.NAME``,
         ``default`` (the tool's own) or ``unknown tool``."""
-        if name not in self._tools:
+        tool = self._tools.get(name)
+        if tool is None:
             return "unknown tool"
-        return f"tools.permissions.{name}" if name in self._permissions else "default"
+        if name in self._permissions:
+            return f"tools.permissions.{name}"
+        return tool.permission_origin or "default"
 
     # ------------------------------------------------------------ validation
 

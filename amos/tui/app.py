@@ -669,8 +669,9 @@ class AmosApp(App[int]):
         """Push the approval screen; its answer goes to the runner, which is waiting for it."""
         self._set_state("approval")
         call = f"{request.tool} {call_detail(request.tool, request.summary)}".rstrip()
-        self.show_notice_line(f"approval needed: {call} · y once · s for this session · n deny with a reason "
-                              "· Esc deny", "approval", transient=True)
+        always = f" · a always {request.rule}" if request.rule else ""
+        self.show_notice_line(f"approval needed: {call} · y once · s for this session{always} · n deny with a "
+                              "reason · Esc deny", "approval", transient=True)
         runner = self.runner
         preview = ((lambda: runner.preview_call(request.tool, request.arguments))
                    if runner.previews(request.tool) else None)
@@ -680,11 +681,15 @@ class AmosApp(App[int]):
         async def answered(answer: ApprovalAnswer | None) -> None:
             if self._approval is screen:
                 self._approval = None
-            approved, reason, remember = answer if answer is not None else ApprovalAnswer(False)
+            answer = answer if answer is not None else ApprovalAnswer(False)
+            approved, reason, remember = answer.approved, answer.reason, answer.remember
             # The decision is shown on the call's own line, before the runner goes on
             # (its ToolCallStarted/Finished then update that same line): one line per call.
             self.conversation.tool_decision(request.call_id, approved)
             self.show_notice_line("")
+            if answer.always and request.rule:  # the pattern first, so later calls run unasked
+                rule = self.runner.permissions.grant(request.rule)
+                await self.conversation.add_notice(f"allowed for this session: {rule} (not saved)", "approved")
             self.runner.answer_approval(request.call_id, approved, reason, remember=remember)
             if remember and approved:
                 await self.conversation.add_notice(

@@ -72,6 +72,12 @@ def main():
         child = subprocess.Popen(["sleep", "300"])
         with open(os.path.join(STATE, "pids"), "w") as handle:
             handle.write(f"{os.getpid()} {child.pid}\n")
+    if MODE == "env" and os.environ.get("MY_TOKEN"):  # a server that logs its token, plain and encoded
+        import base64
+
+        token = os.environ["MY_TOKEN"]
+        sys.stderr.write(f"hostile: starting with token={token} ({base64.b64encode(token.encode()).decode()})\n")
+        sys.stderr.flush()
     if MODE == "garbage":
         sys.stdout.write("Welcome to the hostile server!\n")
         sys.stdout.flush()

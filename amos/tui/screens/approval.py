@@ -46,11 +46,14 @@ class ApprovalAnswer(NamedTuple):
         approved: run the call.
         reason: why it was denied (None: no reason given, or approved).
         remember: approved for the rest of the session (same tool, same arguments).
+        always: approved, and the request's ``rule`` (a pattern) granted for the rest of
+            this amos session (issue 19; never saved).
     """
 
     approved: bool
     reason: str | None = None
     remember: bool = False
+    always: bool = False
 
 
 _BLOCK_MIN_CHARS = 80
@@ -168,6 +171,7 @@ class ApprovalScreen(DismissOnce[ApprovalAnswer]):
     BINDINGS = [
         Binding("y", "approve", "Approve once"),
         Binding("s", "approve_session", "Approve for the session"),
+        Binding("a", "approve_always", "Always allow the pattern"),
         Binding("n", "deny_with_reason", "Deny with a reason"),
         Binding("escape", "deny", "Deny"),
     ]
@@ -198,6 +202,10 @@ class ApprovalScreen(DismissOnce[ApprovalAnswer]):
                 title.append(" " + printable(detail))
             yield Static(title, id="approval-title")
             yield Static(Text(effect_line(req, self.workspace)), id="approval-summary")
+            if req.escalation:
+                why = printable(req.justification or "(the model gave no reason)")
+                yield Static(Text(f"asks to run OUTSIDE the sandbox (full access to your files and network): "
+                                  f"{why}", style="bold red"), id="approval-escalation")
             command = command_text(req.arguments) if req.tool == "run_command" else None
             if command is not None:
                 with VerticalScroll(id="approval-command") as box:
@@ -215,6 +223,9 @@ class ApprovalScreen(DismissOnce[ApprovalAnswer]):
                 yield Button("Approve once (y)", id="approve", variant="success")
                 yield Button("Session (s)", id="approve-session", variant="primary",
                              tooltip="approve this exact call for the rest of this amos session")
+                if req.rule:
+                    yield Button("Always (a)", id="approve-always", variant="primary",
+                                 tooltip=f"allow {req.rule} for the rest of this amos session (not saved)")
                 yield Button("Deny… (n)", id="deny-reason", variant="warning")
                 yield Button("Deny (Esc)", id="deny", variant="error")
             yield Input(placeholder="why? (Enter denies with this reason; Esc denies without)",
@@ -291,6 +302,11 @@ class ApprovalScreen(DismissOnce[ApprovalAnswer]):
         if not self._too_soon():
             self.dismiss(ApprovalAnswer(True, remember=True))
 
+    def action_approve_always(self) -> None:
+        """Approve this call and allow its pattern (``request.rule``) for the rest of the session."""
+        if self.request.rule and not self._too_soon():
+            self.dismiss(ApprovalAnswer(True, always=True))
+
     def action_deny(self) -> None:
         """Deny this call without a reason."""
         self.dismiss(ApprovalAnswer(False))
@@ -307,7 +323,7 @@ class ApprovalScreen(DismissOnce[ApprovalAnswer]):
         """Buttons do what their keys do."""
         event.stop()
         {"approve": self.action_approve, "approve-session": self.action_approve_session,
-         "deny": self.action_deny, "deny-reason": self.action_deny_with_reason}[event.button.id or "deny"]()
+         "approve-always": self.action_approve_always, "deny": self.action_deny, "deny-reason": self.action_deny_with_reason}[event.button.id or "deny"]()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         """Deny with the typed reason (an empty one means no reason)."""
