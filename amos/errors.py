@@ -18,6 +18,15 @@ class AmosError(Exception):
 
     exit_code: int = 2
 
+    def __str__(self) -> str:
+        """The message, with the value of any secret-named environment variable masked
+        (a key typed into a session id, a path or a command name never reaches the
+        screen through an error; :func:`amos.evidence.redact.mask_environment_secrets`)."""
+        text = super().__str__()
+        from amos.evidence.redact import mask_environment_secrets
+
+        return mask_environment_secrets(text)
+
 
 class UsageError(AmosError):
     """A bad flag, argument or combination of options; nothing was run."""

@@ -21,13 +21,15 @@ def _rewrite(url: str, *, keep_masked: bool) -> str | None:
     try:
         parts = urlsplit(url)
         netloc = parts.netloc
-        if parts.password is not None:
+        if "@" in netloc:  # userinfo: a password, or a token given as the user name
             host = netloc.rsplit("@", 1)[1]
             user = parts.username or ""
-            if keep_masked:
+            if not keep_masked:
+                netloc = host
+            elif parts.password is not None:
                 netloc = f"{user}:{MASK}@{host}"
             else:
-                netloc = f"{user}@{host}" if user else host
+                netloc = f"{MASK}@{host}"
         pairs = []
         for name, value in parse_qsl(parts.query, keep_blank_values=True):
             if _secret_param(name):
@@ -41,13 +43,15 @@ def _rewrite(url: str, *, keep_masked: bool) -> str | None:
 
 
 def mask_url(url: str) -> str:
-    """``url`` for display: a password and secret-looking query values become ``****``."""
+    """``url`` for display: a password (or a user name standing alone, often a token) and
+    secret-looking query values become ``****``."""
     masked = _rewrite(url, keep_masked=True)
     return masked if masked is not None else MASK
 
 
 def strip_url_secrets(url: str | None) -> str | None:
-    """``url`` as it may be stored: without a password or secret-looking query parameters.
+    """``url`` as it may be stored: without user information (a password, or a token
+    given as the user name) or secret-looking query parameters.
 
     Returns None for a URL that cannot be parsed (it is then not stored at all).
     """

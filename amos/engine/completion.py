@@ -170,6 +170,10 @@ class Completion:
 
         settings = self.settings
         if command is not None:
+            if self.masker.text(command) != command:
+                # the masked text would run instead of the command: refuse, store nothing
+                raise UsageError("the check holds a secret value (an API key or token), which is never stored; "
+                                 "refer to its variable instead, e.g. /verify 'test -n \"$MY_TOKEN\"'")
             command = self.masker.clean(command).strip()
             if not command:
                 raise UsageError("/verify needs a command that exits 0 when the work is done, 'human', or 'off'")
@@ -213,12 +217,10 @@ class Completion:
             return
         rec.baseline = "passed" if result.complete else "failed"
         pins = await asyncio.to_thread(self._pin_check_files, plan)
-        if pins:
-            rec.baseline_digest = {"check_files": pins}
+        digest = await asyncio.to_thread(digest_workspace, self.workspace)
+        rec.baseline_digest = {"sha256": digest.sha256, "files": digest.files, "truncated": digest.truncated,
+                               **({"check_files": pins} if pins else {})}
         if result.complete:
-            digest = await asyncio.to_thread(digest_workspace, self.workspace)
-            rec.baseline_digest = {"sha256": digest.sha256, "files": digest.files, "truncated": digest.truncated,
-                                   **({"check_files": pins} if pins else {})}
             run.emit(Notice(text="completion baseline: the check already passes before the run; only a change "
                                  "to the workspace can make this run VERIFIED_COMPLETE"))
         else:
@@ -254,8 +256,8 @@ class Completion:
             words = words[1:]
         if not words:
             return None
-        program = words[0]
-        if "/" in program or program in _SHELL_WORDS or (self.workspace / program).exists():
+        program = words[0].rstrip(";&|")
+        if not program or "/" in program or program in _SHELL_WORDS or (self.workspace / program).exists():
             return None
         if shutil.which(program, path=self.env.get("PATH")) is not None:
             return None
@@ -275,6 +277,12 @@ class Completion:
         if not plan.configured:
             if claim.empty:
                 return self._empty(run, gate, None)
+            unknown = [f"{r['tool']} {r['call_id']}" for r in rec.tool_calls if r.get("completion") == "unknown"]
+            if unknown:  # no check can tell what state the work is in (README exit-code table, row 8)
+                run.stop("policy_stop", "uncertain_effect",
+                         f"the model answered, but {', '.join(unknown[:5])} may or may not have happened "
+                         "(timed out or cut off) and no completion check is configured to tell")
+                return True
             run.stop("answer", "answer_returned",
                      "the model answered; " + ("the loop policy has no completion check" if gate is not None
                                                else "no completion check is configured"))
@@ -284,6 +292,7 @@ class Completion:
             # The workspace is compared before the check runs: a check that writes (a log,
             # a stamp) must not make a run that did nothing look like it changed something.
             changed = await asyncio.to_thread(self._workspace_changed, rec)
+            still = await asyncio.to_thread(self._unchanged_since_failing, rec)
             tampered = await asyncio.to_thread(self._tampered, rec)
             if tampered:  # the check may have been rewritten to pass: it cannot confirm
                 rec.completion = CompletionResult(complete=None, reason="not run: the run changed the check's own "
@@ -317,6 +326,16 @@ class Completion:
                          f"the model {self._claimed(claim)} but the completion check "
                          f"{self.masker.text(plan.summary())} failed ({result.reason})")
                 return True
+            if result.complete and still:
+                # it failed before the run and passes now, yet nothing was changed: the check
+                # is not deterministic (time, a stamp it writes, the network) and proves nothing
+                rec.completion = result.model_copy(update={"complete": None, "reason": "passed, but nothing changed "
+                                                                                       "since it failed"})
+                run.stop("checker_error", "check_unstable",
+                         f"the completion check {self.masker.text(plan.summary())} failed before the run and passes "
+                         "now, but the run changed nothing (no successful write or command, the same workspace "
+                         "files): the check is not deterministic, so it cannot confirm the work")
+                return True
             if claim.empty and rec.baseline == "passed" and changed is False:
                 # the check passed before the run and nothing changed: it says nothing about
                 # an empty reply, which is no answer (README "Empty answers are not answers")
@@ -342,6 +361,15 @@ class Completion:
         run.stop("answer", "completed",
                  f"the model {self._claimed(claim)} and every host completion check confirmed{how}")
         return True
+
+    def _unchanged_since_failing(self, rec) -> bool:
+        """True when the baseline failed and, since, no write/command succeeded and the
+        workspace's files are the same (so a passing check now proves nothing)."""
+        digest = rec.baseline_digest or {}
+        if rec.baseline != "failed" or rec.effect_succeeded or "sha256" not in digest:
+            return False
+        then = WorkspaceDigest(digest["sha256"], int(digest.get("files", 0)), bool(digest.get("truncated")))
+        return digest_workspace(self.workspace).same_as(then)
 
     def _workspace_changed(self, rec) -> bool | None:
         if rec.baseline != "passed" or rec.baseline_digest is None:

@@ -177,3 +177,4 @@ def _depth(value: Any, limit: int = MAX_ARGUMENT_DEPTH + 1) -> int:
                 return level
             stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
     return deepest
+

@@ -92,6 +92,8 @@ class OutcomeRecorder:
                                "evidence_id": result.evidence_id}
         if result.evidence_error:
             row["evidence_error"] = result.evidence_error
+        if outcome.completion == "unknown":  # a write/command that may or may not have happened
+            row["completion"] = "unknown"
         row.update(_access_fields(run, call, outcome))
         rec.tool_calls.append(row)
         rec.observations.append(LoopObservation(tool=call.tool_name, call_id=call.call_id,

@@ -96,7 +96,7 @@ def encoded_forms(secret: str) -> tuple[str, ...]:
         byte alignments (only the characters that depend on the secret alone, so the
         secret is found inside a longer encoded text); hex, lower and upper case;
         URL-encoding (``quote``/``quote_plus``, with and without ``/`` kept, upper- and
-        lower-case escapes) when it differs from the value. Empty when ``secret`` is shorter than
+        lower-case escapes, and every byte escaped) when it differs from the value. Empty when ``secret`` is shorter than
         :data:`MIN_SECRET_LENGTH`.
     """
     if not isinstance(secret, str) or len(secret) < MIN_SECRET_LENGTH:
@@ -111,6 +111,8 @@ def encoded_forms(secret: str) -> tuple[str, ...]:
     for quoted in (quote(secret, safe=""), quote(secret), quote_plus(secret, safe=""), quote_plus(secret)):
         forms.add(quoted)
         forms.add(re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), quoted))
+    every = "".join(f"%{byte:02X}" for byte in data)  # every byte escaped, as some encoders do
+    forms.update((every, every.lower()))
     return tuple(sorted(forms, key=lambda f: (-len(f), f)))
 
 
@@ -273,3 +275,16 @@ def redact_text(text: str, secrets: Iterable[str], *, mask: str = REDACTED) -> s
     messages (:func:`amos.providers.common.scrub`) all go through it.
     """
     return masker_for(secrets).mask(text, mask)
+
+
+def mask_environment_secrets(text: str) -> str:
+    """``text`` with the values of the provider key variables and of every environment
+    variable named like a secret (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``)
+    masked as ``****``, plain or encoded — for error lines the CLI prints before (or
+    without) a host, e.g. a session id or a path typed with a key in it (issue 17).
+    """
+    import os
+
+    values = {v for name, v in os.environ.items()
+              if v and len(v) >= 8 and any(w in name.upper() for w in ("KEY", "TOKEN", "SECRET", "PASSWORD"))}
+    return redact_text(text, values, mask="****") if values else text

@@ -102,6 +102,8 @@ _PY_NO_MODULE = re.compile(r"^\S*python[\d.]*(?:\.exe)?: No module named (\S+)",
 _PY_NO_FILE = re.compile(r"^\S*python[\d.]*(?:\.exe)?: can't open file (.+?): \[Errno 2\]", re.MULTILINE)
 _SH_NO_FILE = re.compile(r"^\S*(?:sh|bash|dash|zsh)(?:: \d+)?: (?:cannot open|Can't open) (.+?)(?:: No such file.*)?$",
                          re.MULTILINE)
+_SH_SYNTAX = re.compile(r"^\S*(?:sh|bash|dash|zsh)(?:: -c)?: (?:line )?\d+: (?:Syntax error|syntax error)",
+                        re.MULTILINE)
 _PYTEST_WORD = re.compile(r"(?:^|[\s/])(?:py\.test|pytest)(?:\s|$)")
 
 
@@ -111,7 +113,7 @@ def _broken_check(code: int, output: str, command: str = "") -> str | None:
     126 (found but not executable), 127 (not found), death by a signal (a negative
     status, or the shell's 128+N for the usual kill signals), and the ways the programs
     people check with say they could not start the check: Python's "No module named X"
-    for ``-m X`` and "can't open file", a shell's "cannot open FILE", pytest's exit 4
+    for ``-m X`` and "can't open file", a shell's "cannot open FILE" and syntax errors, pytest's exit 4
     (usage error, e.g. a test path that does not exist) and 5 (no tests collected). The
     host's check broke, which is never the model's fault (issue 16; spec/stop-receipts.md
     row 9).
@@ -125,6 +127,8 @@ def _broken_check(code: int, output: str, command: str = "") -> str | None:
         found = _PY_NO_FILE.search(output)
         if found and code == 2:
             return f"could not run: Python cannot open the file {found.group(1)}"
+        if code == 2 and _SH_SYNTAX.search(output):
+            return f"could not run: the shell cannot parse it{said}"
         found = _SH_NO_FILE.search(output)
         if found and code in (2, 127):
             return f"could not run: the shell cannot open {found.group(1)}"

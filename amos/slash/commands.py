@@ -445,6 +445,19 @@ def _verify(runner: Any, rest: str, line: str) -> SlashResult:
                                                                          if check.source != "none" else ""))
     if runner.is_running:
         return _failed(line, "BUSY", "a run is active; /verify works between runs")
+    usage = COMMANDS["verify"].usage
+    if arg.split()[0] in ("off", "human") and arg not in ("off", "human"):
+        raise SlashCommandError(f"/verify {arg.split()[0]} takes nothing after it", usage=usage)
+    if "[REDACTED]" in arg or "****" in arg:  # the line was masked on its way in: a secret was typed
+        raise SlashCommandError("the check holds a secret value (an API key or token), which is never stored; "
+                                "refer to its variable instead, e.g. /verify 'curl -H \"Authorization: $MY_TOKEN\" …'",
+                                usage=usage)
+    import shlex
+
+    try:
+        shlex.split(arg)
+    except ValueError as exc:
+        raise SlashCommandError(f"the check is not a valid shell command line ({exc})", usage=usage) from None
     try:
         check = runner.set_verify(None if arg == "off" else arg)
     except AmosError as exc:

@@ -46,8 +46,8 @@ def mcp_command(runner: Any, rest: str, line: str) -> Any:
 
     if rest.strip():
         raise SlashCommandError("/mcp takes no arguments", usage=MCP_USAGE)
-    if not runner.mcp.configured:
-        return mcp_view(runner, line)
+    if not runner.mcp.configured or all(s.state != "not_started" for s in runner.mcp.status()):
+        return mcp_view(runner, line)  # nothing left to start: show them now
     return SlashResult(command=line, text="starting MCP servers…", action="mcp_start")
 
 

@@ -220,7 +220,7 @@ class ApprovalScreen(DismissOnce[ApprovalAnswer]):
                 scroll.border_title = "arguments"
                 yield Static(arguments_text(req.arguments), id="approval-arguments-text")
             with Horizontal(id="approval-buttons"):
-                yield Button("Approve once (y)", id="approve", variant="success")
+                yield Button("Yes, once (y)", id="approve", variant="success")
                 yield Button("Session (s)", id="approve-session", variant="primary",
                              tooltip="approve this exact call for the rest of this amos session")
                 if req.rule:

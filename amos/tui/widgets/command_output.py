@@ -183,7 +183,7 @@ def command_renderable(text: str, data: Any, command: str = "") -> RenderableTyp
     """
     if isinstance(data, dict) and isinstance(data.get("commands"), list):
         return help_renderable(data["commands"])
-    if isinstance(data, dict) and isinstance(data.get("tools"), list):
+    if isinstance(data, dict) and set(data) == {"tools"} and isinstance(data["tools"], list):  # /tools only
         return tools_renderable(data["tools"])
     if isinstance(data, dict) and isinstance(data.get("sessions"), list) and data["sessions"]:
         parsed = parse_line(command) if command else None

@@ -43,6 +43,8 @@ def verdict_text(receipt: StopReceipt) -> Text:
     text = Text()
     text.append(f"{verdict_glyph(receipt.verdict)} {receipt.verdict}", style="bold")
     text.append(f"  {receipt.cause or 'no cause'}/{receipt.reason}")
+    if receipt.sandbox is not None and receipt.sandbox.plan:
+        text.append("  · plan run", style="bold")
     return text
 
 
