@@ -348,6 +348,10 @@ def advisories(config: AmosConfig) -> list[str]:
             or completion.human):
         notes.append("loop_policy.completion.done_tool needs a completion check (command, files, require_tools, "
                      "python or human): amos run refuses this config unless --verify gives one")
+    builtin = {"read_file", "list_dir", "search_text", "write_file", "edit_file", "run_command"}
+    if completion is not None and completion.done_tool in builtin:
+        notes.append(f"loop_policy.completion.done_tool {completion.done_tool!r} is the name of a built-in tool: "
+                     "amos run refuses this config; choose another name (e.g. \"done\")")
     return notes
 
 
