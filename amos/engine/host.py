@@ -27,6 +27,7 @@ from amos.engine.mcp_control import McpControl
 from amos.engine.policy_gate import live_diagnostics
 from amos.engine.previews import FileDiff
 from amos.engine.resuming import decided_run
+from amos.engine.snapshot_control import SnapshotControl
 from amos.engine.state import RunState
 from amos.engine.views import HeldCallView, TaskNotesView
 from amos.errors import SessionError
@@ -588,6 +589,12 @@ class Host:
             SessionError: ``busy`` when another process took the session meanwhile.
         """
         self.engine.binding.relock(self.session_id)
+
+    @property
+    def snapshots(self) -> SnapshotControl:
+        """Workspace snapshots: ``/undo``, ``/rewind``, ``/diff`` (issue 20)."""
+        engine = self.engine
+        return SnapshotControl(engine.snapshots, engine.binding, engine.transcript, self._driver)
 
     @property
     def mcp(self) -> McpControl:

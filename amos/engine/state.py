@@ -43,6 +43,8 @@ class RunState:
         workspace_changed: the workspace's digest differs from the completion baseline
             (None: not compared).
         done_claim: the summary of a done-tool call made in the current round, if any.
+        files_changed: ``{"path", "change"}`` of the files the run changed, from its
+            workspace snapshots (set by the snapshot gate when the run finishes; issue 20).
         started_monotonic: ``time.monotonic()`` when the run began (seconds).
         mask: masks secrets in a stop's detail and in notices (provider keys, MCP server
             secrets and, as in provider errors, any ``*KEY*``/``*TOKEN*`` variable's
@@ -65,6 +67,7 @@ class RunState:
     halted: str | None = None
     workspace_changed: bool | None = None
     done_claim: str | None = None
+    files_changed: list[dict[str, str]] = field(default_factory=list)
     started_monotonic: float = field(default_factory=time.monotonic)
     mask: Callable[[str], str] = field(default=lambda text: text, repr=False)
     queue: asyncio.Queue | None = field(default=None, repr=False)
