@@ -92,7 +92,9 @@ def test_three_runs_checkpoints_export_and_restore(tmp_path):
     # restore checkpoint 1: the current state becomes checkpoint 4 first
     code, doc = cli_json("sessions", "restore", sid, "--checkpoint", "1")
     assert code == 0, doc
-    assert doc == {"session_id": sid, "restored": 1, "undo_checkpoint": 4, "messages": 4}
+    assert {k: doc[k] for k in ("session_id", "restored", "undo_checkpoint", "messages", "what", "conversation")} \
+        == {"session_id": sid, "restored": 1, "undo_checkpoint": 4, "messages": 4, "what": "both",
+            "conversation": True}
     loaded = _store().load(sid)
     assert [m.text for m in loaded.messages if m.role == "user"] == [PROMPTS[0]]
 

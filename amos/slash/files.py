@@ -211,6 +211,8 @@ async def finish_files(runner: Any, line: str) -> Any:
         code = str(getattr(exc, "code", "error")).upper()
         code = {"OFF": "FILE_CHECKPOINTS_OFF"}.get(code, code)
         return _failed(line, code, str(exc))
+    except OSError as exc:  # the disk refused: one line, never a traceback
+        return _failed(line, "FILES_FAILED", f"/{cmd.name} failed: {exc.strerror or exc}")
 
 
 def _outcome(line: str, ok: bool, code: str | None, text: str, data: Any, *, save: bool) -> Any:
