@@ -5,9 +5,9 @@ a call only once every other gate let it through, just before it is dispatched:
 
 - the first call of a step that may change files — a ``write`` tool, ``run_command``
   (effect ``unknown``: a command can change anything), an MCP tool whose effect is not
-  ``read`` — first takes the snapshot *before* (a write tool's ``path`` included even
-  when ignored, so the file is kept exactly); a later write tool of the same step
-  takes one more with its own path, so an ignored file it touches is kept too;
+  ``read`` — first takes the snapshot *before*, with the ``path`` of every write-tool
+  call of the round included even when ignored, so each file the step's tools touch is
+  kept exactly as it was before the step;
 - when the step's tools are done (``round_finished``, or ``run_finishing`` for a round
   cut short by an approval pause, a stop or a cancellation) it takes the snapshot
   *after* and records ``(before, after, step, files changed)`` in the session's
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from amos.engine.file_history import run_changes
@@ -55,6 +55,17 @@ Opener = Callable[[], "tuple[ShadowRepo | None, str | None]"]
 
 MAX_SKIPPED_SHOWN = 10
 """Skipped paths named in one notice."""
+
+
+def write_paths(calls: Sequence[PlannedCall]) -> list[str]:
+    """The ``path`` arguments of the valid write-tool calls among ``calls`` (each once, in order)."""
+    found: list[str] = []
+    for call in calls:
+        arguments = call.call.arguments if isinstance(call.call.arguments, dict) else {}
+        path = arguments.get("path")
+        if call.valid and call.effect == "write" and isinstance(path, str) and path.strip() and path not in found:
+            found.append(path)
+    return found
 
 
 class SnapshotGate(Gate):
@@ -139,15 +150,12 @@ class SnapshotGate(Gate):
             self._say(run, self.why_off or "file checkpoints are off",
                       "; /undo, /rewind --files and /diff are not available in this session", key="off")
             return None
-        arguments = call.call.arguments if isinstance(call.call.arguments, dict) else {}
-        path = arguments.get("path") if call.effect == "write" else None
-        include = [path] if isinstance(path, str) and path.strip() else []
         step = run.record.steps
-        first = self._before is None or self._step != step
-        if not first and not include:
-            return None  # the step's snapshot before already holds what a command may change
+        if self._before is not None and self._step == step:
+            return None  # the step's snapshot before already holds every file its calls may touch
+        include = write_paths([call, *round.calls])
         snap = await self._snapshot(run, repo, f"step {step}: before {call.tool_name}", include)
-        if snap is not None and first:
+        if snap is not None:
             self._before, self._step = snap.id, step
         return None
 
