@@ -851,7 +851,7 @@ def test_session_slash_commands_through_amos_run(tmp_path):
         (1, "run_end", None, 4), (2, "run_end", None, 6), (3, "run_end", None, 8),
         (4, "save", "milestone", 8), (5, "save", None, 8)]
     assert set(rows[0]) == {"number", "created_at", "label", "reason", "messages", "last_verdict", "journal_seq",
-                            "size_bytes"}
+                            "size_bytes", "prompt", "file_seq", "snapshot"}
     text = cli("run", "--session", sid, "/session checkpoints")
     assert text.exit_code == 0 and "milestone" in text.stdout and "REASON" in text.stdout
 
