@@ -323,3 +323,12 @@ def test_sigkill_during_a_snapshot_leaves_a_usable_repository(tmp_path, amos_hom
     undo = cli("run", "--session", sid, "/undo")
     assert undo.exit_code == 0, undo.stderr
     assert (big / "keep.txt").read_text() == "original\n"
+
+
+def test_deleting_a_session_deletes_its_snapshots(tmp_path, ws, amos_home):
+    sid, _ = _agent_run(tmp_path, ws)
+    folder = amos_home / "data" / "snapshots" / sid
+    assert (folder / "git").is_dir()
+    result = cli("sessions", "delete", sid)
+    assert result.exit_code == 0, result.stderr
+    assert not folder.exists()
