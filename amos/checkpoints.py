@@ -41,6 +41,13 @@ class CheckpointInfo(BaseModel):
         last_verdict: verdict of its last stop receipt, or None.
         journal_seq: the journal entry the checkpoint reflects.
         size_bytes: size of the checkpoint file, bytes.
+        prompt: the first line of the latest prompt in the checkpointed history (cut
+            at 80 characters), or None.
+        file_seq: the session's ``file_history.next_seq`` then: file-history entries
+            from this number on came after the checkpoint (issue 20; None in
+            checkpoints taken before file snapshots existed).
+        snapshot: the newest workspace snapshot recorded then (``file_history.head``),
+            or None.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -53,6 +60,9 @@ class CheckpointInfo(BaseModel):
     last_verdict: str | None = None
     journal_seq: int = 0
     size_bytes: int = 0
+    prompt: str | None = None
+    file_seq: int | None = None
+    snapshot: str | None = None
 
 
 Writer = Callable[[Path, bytes], None]

@@ -15,6 +15,7 @@ import typer
 from amos import __version__
 from amos.cli_checkpoints import register as register_checkpoints
 from amos.cli_config import config_app
+from amos.cli_diff import diff_command
 from amos.cli_evidence import evidence_app
 from amos.cli_mcp import mcp_app
 from amos.cli_sessions import sessions_app
@@ -32,7 +33,8 @@ app = typer.Typer(
         "  amos --session my-work          # reopen a saved session in the TUI\n"
         "  amos run --demo                 # offline demo: fix a tiny project, verified\n"
         "  amos run --script s.json \"fix it\" --workspace ./proj --verify \"python3 -m pytest -q\"\n"
-        "  amos sessions list              # saved sessions, newest first"
+        "  amos sessions list              # saved sessions, newest first\n"
+        "  amos diff latest                # what the agent changed in the files (/undo puts it back)"
     ),
     no_args_is_help=False,
     add_completion=False,
@@ -45,6 +47,7 @@ app.add_typer(sessions_app, name="sessions",
               help="List, show, export, delete, checkpoint, restore and repair saved sessions.")
 app.add_typer(evidence_app, name="evidence", help="List, read and prune durable tool evidence.")
 app.add_typer(mcp_app, name="mcp", help="List MCP servers and their tools; check that they start.")
+app.command("diff")(diff_command)
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (overrides user and project config).")]
 ModelOpt = Annotated[str | None, typer.Option("--model", help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini, scripted:PATH.")]

@@ -56,34 +56,89 @@ def checkpoints(session_id: IdArg, config: ConfigOpt = None, json_out: JsonOpt =
     typer.echo(checkpoint_rows_text(rows))
 
 
+def _part(files: bool, conversation: bool, both: bool) -> str:
+    from amos.errors import UsageError
+
+    chosen = [name for name, on in (("files", files), ("conversation", conversation), ("both", both)) if on]
+    if len(chosen) > 1:
+        raise UsageError(f"choose one of --files, --conversation and --both (got --{' and --'.join(chosen)})")
+    return chosen[0] if chosen else "both"
+
+
 def restore(
     session_id: IdArg,
     checkpoint: Annotated[int, typer.Option("--checkpoint", "-c", metavar="N", min=1,
                                             help="Checkpoint number (see `amos sessions checkpoints ID`).")],
+    files: Annotated[bool, typer.Option("--files", help="Only the files the agent changed since checkpoint N.")]
+    = False,
+    conversation: Annotated[bool, typer.Option("--conversation", help="Only the conversation.")] = False,
+    both: Annotated[bool, typer.Option("--both", help="Files and conversation (the default).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Also overwrite files changed after the agent's "
+                                                        "change (their current state is snapshotted first).")]
+    = False,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Restore a session to checkpoint N. The current state becomes a new checkpoint
-    first, so the restore can be undone by restoring that one.
+    """Restore a session to checkpoint N: the files the agent changed since, and the
+    conversation (both by default, so they never disagree). The conversation's current
+    state becomes a new checkpoint first and the files' current state a new snapshot,
+    so a restore can be undone. Files changed after the agent's change (by you or
+    another program) stop the restore unless --force; files the agent never changed
+    are never touched.
 
-    Example: amos sessions restore latest --checkpoint 1
+    Exit codes: 0 restored, 1 refused (files changed after the agent; nothing was
+    restored) or a file could not be written, 2 bad input (unknown session or checkpoint).
+
+    Examples:
+
+    \b
+      amos sessions restore latest --checkpoint 1
+      amos sessions restore latest --checkpoint 3 --files --force
+      amos sessions restore my-work -c 2 --conversation
     """
     from amos.errors import AmosError
 
     try:
-        done = _open(config).restore(session_id, checkpoint)
+        done = _open(config).restore(session_id, checkpoint, what=_part(files, conversation, both), force=force)
     except AmosError as exc:
         _fail(exc, json_out)
     for warning in done.warnings:
-        typer.echo(f"amos: warning: {warning}", err=True)
+        typer.echo(printable(f"amos: warning: {warning}"), err=True)
     resolved, undo = done.session_id, done.undo_checkpoint
+    code = 1 if done.refused or (done.files is not None and done.files.failed) else 0
     if json_out:
         typer.echo(json.dumps({"session_id": resolved, "restored": checkpoint, "undo_checkpoint": undo,
-                               "messages": done.messages}))
-        return
-    typer.echo(f"restored session {resolved} to checkpoint {checkpoint} ({done.messages} messages); "
-               f"the state before is checkpoint {undo} (`amos sessions restore {resolved} --checkpoint {undo}` "
-               "undoes this)")
+                               "messages": done.messages, "what": done.what, "conversation": done.conversation,
+                               "files": done.files.to_json() if done.files is not None else None},
+                              ensure_ascii=False))
+        raise typer.Exit(code)
+    if done.files is not None:
+        typer.echo(printable(_files_line(done.files, checkpoint)), err=code != 0)
+    if done.conversation:
+        typer.echo(f"restored session {resolved} to checkpoint {checkpoint} ({done.messages} messages); "
+                   f"the state before is checkpoint {undo} (`amos sessions restore {resolved} --checkpoint {undo} "
+                   "--conversation` undoes this)")
+    raise typer.Exit(code)
+
+
+def _files_line(files, checkpoint: int) -> str:
+    """One line on what a restore did to the files."""
+    if files.refused:
+        listed = "; ".join(f"{path} ({reason})" for path, reason in files.conflicts[:20])
+        return (f"amos: nothing was restored: these files were changed after the agent's change: {listed}; "
+                "add --force to overwrite them (their current state is snapshotted first)")
+    if not files.restored:
+        text = f"files: nothing to put back since checkpoint {checkpoint}"
+    else:
+        text = f"files: put back {len(files.restored)} file(s) as at checkpoint {checkpoint}: " + ", ".join(
+            files.restored[:20]) + (f" and {len(files.restored) - 20} more" if len(files.restored) > 20 else "")
+    if files.forced:
+        text += "; overwritten although changed after the agent: " + ", ".join(p for p, _ in files.conflicts)
+    if files.unavailable:
+        text += "; not restorable: " + "; ".join(f"{p} ({r})" for p, r in files.unavailable[:10])
+    if files.failed:
+        text += "; FAILED: " + "; ".join(f"{p} ({r})" for p, r in files.failed[:10])
+    return text
 
 
 def repair(session_id: IdArg, config: ConfigOpt = None, json_out: JsonOpt = False) -> None:

@@ -33,6 +33,7 @@ from amos.render import (
     check_line,
     confirmation_lines,
     failing_output,
+    files_changed_line,
     held_call_lines,
     status_glyph,
     summary_line,
@@ -147,6 +148,7 @@ class Renderer:
                 "loop": finished.loop.model_dump(mode="json"),
                 "usage": finished.usage.model_dump(mode="json"),
                 "tool_calls": finished.tool_calls,
+                "files_changed": finished.files_changed,
             }
             self.out.write(json.dumps(doc, ensure_ascii=False) + "\n")
             self.out.flush()
@@ -163,6 +165,9 @@ class Renderer:
             check = check_line(finished.receipt)
             if check:
                 self.err.write(f"  {printable(check)}\n")
+            files = files_changed_line(finished.files_changed)
+            if files:
+                self.err.write(f"  {printable(files)}\n")
             output = failing_output(finished.receipt)
             if output:
                 self.err.write("  the check's output ended with:\n")

@@ -122,6 +122,9 @@ class RunFinished(_Event):
     usage: Usage = Field(default_factory=Usage)
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     session_path: str | None = None
+    files_changed: list[dict[str, str]] = Field(default_factory=list)
+    """``{"path", "change"}`` of every file the run changed, from its workspace snapshots
+    (so what ``run_command`` changed is included; issue 20); [] when file checkpoints are off."""
 
 
 RunEvent = Annotated[

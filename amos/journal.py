@@ -46,7 +46,7 @@ from amos.journal_gaps import (
 
 REPLAYED_FIELDS = frozenset({
     "title", "name", "host", "provider_state", "usage", "loop", "last_stop", "pending", "doom_loop",
-    "evidence_scope", "evidence_recent", "task_state", "model_calls", "estimator",
+    "evidence_scope", "evidence_recent", "task_state", "model_calls", "estimator", "file_history",
 })
 """Session fields a ``fields`` entry may set (anything else is ignored with a warning)."""
 

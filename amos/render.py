@@ -14,7 +14,7 @@ from typing import Any
 from amos.verdicts import phase_for, verdict_glyph
 
 __all__ = ["STATUS_GLYPHS", "summary_line", "verdict_glyph", "phase_for", "checkpoint_rows_text",
-           "status_glyph", "held_call_lines", "arguments_preview", "check_line", "failing_output", "token_counts",
+           "status_glyph", "held_call_lines", "files_changed_line", "FILE_CHANGE_WORDS", "arguments_preview", "check_line", "failing_output", "token_counts",
            "confirmation_lines"]
 
 STATUS_GLYPHS = {
@@ -95,6 +95,25 @@ def checkpoint_rows_text(rows: Sequence[Any]) -> str:
         lines.append(f"{r.number:>4}  {r.created_at[:19].replace('T', ' '):<19}  {r.reason:<17}  {r.messages:>4}  "
                      f"{r.last_verdict or '-':<17}  {r.label or ''}".rstrip())
     return "\n".join(lines)
+
+
+FILE_CHANGE_WORDS = {"added": "created", "deleted": "deleted", "modified": "modified",
+                     "mode": "permissions changed", "type": "replaced by another kind of file"}
+"""How each kind of file change (issue 20 snapshots) reads for people."""
+
+
+def files_changed_line(rows: Sequence[dict[str, str]], limit: int = 8) -> str | None:
+    """``files changed: a.py (modified), b.txt (created) …`` for a run's receipt, or None when none.
+
+    Args:
+        rows: ``RunFinished.files_changed`` (``{"path", "change"}``).
+        limit: files named before ``and N more``.
+    """
+    if not rows:
+        return None
+    shown = ", ".join(f"{r['path']} ({FILE_CHANGE_WORDS.get(r['change'], r['change'])})" for r in rows[:limit])
+    more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
+    return f"files changed: {shown}{more} — /undo puts the last step's back, /diff shows them"
 
 
 def arguments_preview(arguments: Any, limit: int = 120) -> str:

@@ -58,6 +58,15 @@ class RepairResult:
     warnings: list[str]
 
 
+def _latest_prompt(session: Session) -> str | None:
+    """The first line of the newest prompt a person sent (for checkpoint lists), or None."""
+    for message in reversed(session.messages):
+        if message.role == "user" and message.kind == "prompt" and message.text.strip():
+            line = message.text.strip().splitlines()[0]
+            return line if len(line) <= 80 else line[:79] + "…"
+    return None
+
+
 def _digest(path: Path) -> str | None:
     try:
         return hashlib.sha256(read_regular(path)).hexdigest()
@@ -103,7 +112,9 @@ class SessionRecovery:
         info = CheckpointInfo(
             number=number, created_at=datetime.now(UTC).isoformat(timespec="milliseconds"), label=label,
             reason=reason, messages=len(session.messages),
-            last_verdict=session.last_stop.verdict if session.last_stop else None, journal_seq=session.journal_seq)
+            last_verdict=session.last_stop.verdict if session.last_stop else None, journal_seq=session.journal_seq,
+            prompt=_latest_prompt(session), file_seq=session.file_history.next_seq,
+            snapshot=session.file_history.head)
         try:
             info = folder.take(session.model_dump_json().encode(), info, keep=keep,
                                protect=compaction_checkpoints(session))
@@ -122,7 +133,9 @@ class SessionRecovery:
         checkpoint first, so a restore can itself be undone.
 
         The id, name, evidence scope, checkpoint counter, checker pins, usage (tokens
-        and cost already spent) and per-call usage rows stay those of the current session. The restored state is saved and journalled (``snapshot``).
+        and cost already spent), per-call usage rows and the file history (issue 20)
+        stay those of the current session. The restored state is saved and journalled
+        (``snapshot``).
 
         Returns:
             The restored session (the caller replaces its in-memory one).
@@ -144,6 +157,8 @@ class SessionRecovery:
             # Tokens spent are spent: a restore rewinds the conversation, not the bill.
             "usage": session.usage.model_copy(), "model_calls": list(session.model_calls),
             "estimator": session.estimator,
+            # What happened to the files happened: a rewind of the files needs the later steps.
+            "file_history": session.file_history.model_copy(deep=True),
             "host": restored.host.model_copy(update={"checker_pins": dict(session.host.checker_pins)}),
         })
         journal = self.store.journal(session)

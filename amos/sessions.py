@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import secrets
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -159,6 +159,71 @@ class PendingApproval(_Model):
         return [h for h in self.held if h.needs_approval and h.decision is None]
 
 
+class FileStep(_Model):
+    """One entry of a session's file history: a step that changed files, or a restore (issue 20).
+
+    Attributes:
+        seq: its number in the session's file history (from 0, only grows; a
+            conversation checkpoint records the next one as ``file_seq``).
+        kind: ``step`` (the agent's tools in one step), ``undo`` (``/undo``) or
+            ``rewind`` (``/rewind``, ``amos sessions restore --files``).
+        execution_id: the execution whose step it was (``step`` only).
+        step: the step number in that execution (``step`` only).
+        before: snapshot id taken before the step's first change (or before the restore).
+        after: snapshot id taken when the step's tools finished (or after the restore).
+        files: ``{"path", "change"}`` rows of what it changed (``added``, ``deleted``,
+            ``modified``, ``mode``, ``type``); paths are workspace-relative.
+        at: ISO-8601 UTC time it was recorded.
+        undone: a ``step`` whose changes ``/undo`` or a rewind put back.
+        undoes: the ``seq`` of the step an ``undo`` put back; the checkpoint number a
+            ``rewind`` went back to.
+    """
+
+    seq: int
+    kind: Literal["step", "undo", "rewind"] = "step"
+    execution_id: str | None = None
+    step: int | None = None
+    before: str
+    after: str
+    files: list[dict[str, str]] = Field(default_factory=list)
+    at: str = Field(default_factory=utc_now)
+    undone: bool = False
+    undoes: int | None = None
+
+
+class FileHistory(_Model):
+    """What the agent did to the workspace's files, as snapshots (issue 20: /undo, /rewind, /diff).
+
+    Kept across a conversation restore (like usage): it is a record of what happened to
+    the files, and a rewind of the files needs the steps taken after the checkpoint.
+
+    Attributes:
+        steps: the newest :data:`MAX_FILE_STEPS` entries, oldest first.
+        next_seq: the ``seq`` the next entry gets.
+        head: the newest snapshot id recorded (what the files were last known to be).
+        note: what the next model request must be told (files put back by ``/undo`` or
+            a rewind), delivered once as host feedback.
+    """
+
+    steps: list[FileStep] = Field(default_factory=list)
+    next_seq: int = 0
+    head: str | None = None
+    note: str | None = None
+
+    def add(self, entry: FileStep) -> FileStep:
+        """Append ``entry`` (its ``seq`` is assigned here), dropping the oldest past the cap."""
+        entry.seq = self.next_seq
+        self.next_seq += 1
+        self.steps.append(entry)
+        del self.steps[:-MAX_FILE_STEPS]
+        self.head = entry.after
+        return entry
+
+
+MAX_FILE_STEPS = 200
+"""File-history entries a session keeps (older ones cannot be undone or rewound)."""
+
+
 class Session(_Model):
     """One saved session (``session.json``).
 
@@ -173,7 +238,8 @@ class Session(_Model):
     ``model_calls`` holds the usage of each model call (bounded, newest last) and
     ``estimator`` the context-budget estimator's calibration, and ``context_window`` the
     window learned from the server (its context-length error or its metadata), used when
-    ``context.window_tokens`` is not configured.
+    ``context.window_tokens`` is not configured. ``file_history`` records the workspace
+    snapshots of the steps that changed files and of every restore (issue 20).
     """
 
     version: int = SESSION_VERSION
@@ -198,6 +264,7 @@ class Session(_Model):
     model_calls: list[dict[str, Any]] = Field(default_factory=list)
     estimator: dict[str, Any] | None = None
     context_window: int | None = None
+    file_history: FileHistory = Field(default_factory=FileHistory)
 
 
 class SessionSummary(_Model):

@@ -92,7 +92,9 @@ def test_three_runs_checkpoints_export_and_restore(tmp_path):
     # restore checkpoint 1: the current state becomes checkpoint 4 first
     code, doc = cli_json("sessions", "restore", sid, "--checkpoint", "1")
     assert code == 0, doc
-    assert doc == {"session_id": sid, "restored": 1, "undo_checkpoint": 4, "messages": 4}
+    assert {k: doc[k] for k in ("session_id", "restored", "undo_checkpoint", "messages", "what", "conversation")} \
+        == {"session_id": sid, "restored": 1, "undo_checkpoint": 4, "messages": 4, "what": "both",
+            "conversation": True}
     loaded = _store().load(sid)
     assert [m.text for m in loaded.messages if m.role == "user"] == [PROMPTS[0]]
 
@@ -849,7 +851,7 @@ def test_session_slash_commands_through_amos_run(tmp_path):
         (1, "run_end", None, 4), (2, "run_end", None, 6), (3, "run_end", None, 8),
         (4, "save", "milestone", 8), (5, "save", None, 8)]
     assert set(rows[0]) == {"number", "created_at", "label", "reason", "messages", "last_verdict", "journal_seq",
-                            "size_bytes"}
+                            "size_bytes", "prompt", "file_seq", "snapshot"}
     text = cli("run", "--session", sid, "/session checkpoints")
     assert text.exit_code == 0 and "milestone" in text.stdout and "REASON" in text.stdout
 

@@ -42,6 +42,11 @@ _EXPORTS = {
     "StopReceipt": "amos.policy.stop",
     "LoopDiagnostics": "amos.policy.stop",
     "CheckpointInfo": "amos.checkpoints",
+    "SnapshotControl": "amos.engine.snapshot_control",
+    "Rewound": "amos.engine.snapshot_control",
+    "REWIND_PARTS": "amos.engine.snapshot_control",
+    "FilesRestored": "amos.engine.file_history",
+    "FileDiffReport": "amos.engine.file_history",
     "SessionSummary": "amos.sessions",
 }
 

@@ -88,6 +88,14 @@ class SessionBinding:
             return []
         return self.store.checkpoints_of(session_id).list()
 
+    def read_checkpoint(self, session_id: str, number: int) -> dict[str, Any]:
+        """The session data checkpoint ``number`` holds.
+
+        Raises:
+            SessionError: ``no_store``, ``not_found``, ``corrupt``.
+        """
+        return self._store().checkpoints_of(session_id).read(number)
+
     def restore(self, session: Session, number: int) -> Session:
         """Restore checkpoint ``number`` of ``session`` (the current state is checkpointed first).
 

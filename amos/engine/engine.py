@@ -28,6 +28,7 @@ from amos.engine.mcp import McpTools
 from amos.engine.model import ModelSlot
 from amos.engine.permissions import Approvals
 from amos.engine.settings import RunSettings
+from amos.engine.snapshots import SnapshotGate
 from amos.engine.tasks import Instructions
 from amos.engine.transcript import Transcript
 from amos.policy.loop_policy import LoopPolicy
@@ -61,6 +62,8 @@ class Engine:
         access: permission rules, the command sandbox and plan mode (None: each tool's
             configured permission alone; issue 19).
         extra_gates: gates added by the caller, after the built-in ones.
+        snapshots: workspace snapshots around the steps that change files, the last gate
+            (None: not wired; issue 20).
         policy_override: a loop policy set with ``Host.set_loop_policy`` (unset: config's).
     """
 
@@ -83,6 +86,7 @@ class Engine:
     mcp: McpTools | None = None
     access: CallAccess | None = None
     extra_gates: list[Gate] = field(default_factory=list)
+    snapshots: SnapshotGate | None = None
     policy_override: Any = _UNSET
 
     def loop_policy(self) -> LoopPolicy | None:

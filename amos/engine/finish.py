@@ -96,7 +96,8 @@ class RunEnd:
         self.transcript.fields(*END_OF_RUN_FIELDS)
         path = self._save(run)
         run.emit(RunFinished(receipt=receipt, loop=loop, output_text=rec.output_text, usage=rec.usage,
-                             tool_calls=self._in_call_order(rec.tool_calls), session_path=path))
+                             tool_calls=self._in_call_order(rec.tool_calls), session_path=path,
+                             files_changed=run.files_changed))
 
     def _save(self, run: RunState) -> str | None:
         if not self.autosave:

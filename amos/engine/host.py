@@ -28,6 +28,7 @@ from amos.engine.permissions_control import PermissionsControl
 from amos.engine.policy_gate import live_diagnostics
 from amos.engine.previews import FileDiff
 from amos.engine.resuming import decided_run
+from amos.engine.snapshot_control import SnapshotControl
 from amos.engine.state import RunState
 from amos.engine.views import HeldCallView, TaskNotesView
 from amos.errors import SessionError
@@ -591,6 +592,11 @@ class Host:
         self.engine.binding.relock(self.session_id)
 
     @property
+    def snapshots(self) -> SnapshotControl:
+        """Workspace snapshots: ``/undo``, ``/rewind``, ``/diff`` (issue 20)."""
+        return SnapshotControl(self.engine.snapshots, self.engine.binding, self.engine.transcript, self._driver)
+
+    @property
     def mcp(self) -> McpControl:
         """The session's MCP servers: status, tools, prompts (issue 18; empty without servers)."""
         return McpControl(self.engine.mcp)
@@ -603,10 +609,9 @@ class Host:
     def close(self) -> None:
         """Stop the session's MCP servers, release the session lock and temporary
         resources (the journal is fsynced)."""
-        if self.engine.mcp is not None:
-            self.engine.mcp.close()
-        if self.engine.access is not None:
-            self.engine.access.close()
+        for part in (self.engine.mcp, self.engine.access):  # MCP servers; the sandbox's folders
+            if part is not None:
+                part.close()
         self.engine.transcript.close()
         for fn in self._on_close:
             fn()

@@ -20,7 +20,7 @@ from amos.checkpoints import CheckpointInfo
 from amos.config_models import AmosConfig
 from amos.engine.opening import load_host_config, open_store
 from amos.engine.options import RunOptions
-from amos.errors import SessionError
+from amos.errors import AmosError, SessionError
 from amos.session_store import SessionStore
 from amos.sessions import Session, SessionSummary
 
@@ -42,14 +42,26 @@ class Restored:
         restored: the checkpoint number restored.
         undo_checkpoint: the checkpoint holding the state before (restore it to undo).
         messages: messages of the restored session.
-        warnings: problems met while loading.
+        warnings: problems met while loading, and why the files were not restored.
+        what: ``both``, ``files`` or ``conversation`` (issue 20).
+        files: what happened to the files (None when not asked for or not possible).
+        conversation: the conversation was restored (False for ``files``, or when the
+            files were refused).
     """
 
     session_id: str
     restored: int
-    undo_checkpoint: int
+    undo_checkpoint: int | None
     messages: int
     warnings: list[str] = field(default_factory=list)
+    what: str = "conversation"
+    files: Any = None
+    conversation: bool = True
+
+    @property
+    def refused(self) -> bool:
+        """Files changed after the agent's change stopped the restore (nothing changed)."""
+        return self.files is not None and self.files.refused
 
 
 class Library:
@@ -113,12 +125,18 @@ class Library:
         return Loaded(session, warnings)
 
     def delete(self, id_or_name: str) -> str:
-        """Delete a session folder; returns its id.
+        """Delete a session folder and its workspace snapshots (issue 20); returns its id.
 
         Raises:
             SessionError: ``not_found``, or ``busy`` while a run holds it.
         """
-        return self.store.delete(id_or_name)
+        import shutil
+
+        from amos.paths import snapshots_dir
+
+        deleted = self.store.delete(id_or_name)
+        shutil.rmtree(snapshots_dir(deleted), ignore_errors=True)
+        return deleted
 
     def run_receipts(self, session_id: str) -> list[Any]:
         """Stop receipts of the session's earlier runs, from its journal (the session file
@@ -166,17 +184,76 @@ class Library:
         resolved = self.store.resolve(id_or_name)
         return resolved, self.store.checkpoints_of(resolved).list()
 
-    def restore(self, id_or_name: str, number: int) -> Restored:
-        """Restore a session to checkpoint ``number`` (the current state is checkpointed first).
+    def restore(self, id_or_name: str, number: int, *, what: str = "both", force: bool = False) -> Restored:
+        """Restore a session to checkpoint ``number``: its files, its conversation or both.
+
+        The conversation's current state is checkpointed first; the files' current state
+        is snapshotted first (issue 20). Files the agent changed that were changed since
+        by someone else stop the whole restore unless ``force``.
+
+        Args:
+            id_or_name: the session.
+            number: the checkpoint.
+            what: ``both`` (default), ``files`` or ``conversation``.
+            force: overwrite files changed after the agent's change.
 
         Raises:
             SessionError: ``not_found``, ``busy``, ``corrupt``, ``write_failed``.
+            SnapshotError: ``off`` / ``no_file_record`` / ``pruned`` (exit 1) for ``files``.
         """
+        from amos.engine.snapshot_control import rewind_session
+
         resolved = self.store.resolve(id_or_name)
+        keep = int(self.config.sessions.max_checkpoints)
         with self._locked(resolved):
             current, warnings = self.store.open(resolved)
-            restored = self.store.restore(current, number, keep=int(self.config.sessions.max_checkpoints))
-        return Restored(resolved, number, current.last_checkpoint, len(restored.messages), warnings)
+            folder = self.store.checkpoints_of(resolved)
+            repo, why = self._snapshot_repo(current) if what != "conversation" else (None, None)
+            messages: list[int] = []
+
+            def conversation(n: int) -> tuple[int, int | None]:
+                restored = self.store.restore(current, n, keep=keep)
+                messages.append(len(restored.messages))
+                return len(restored.messages), current.last_checkpoint
+
+            done = rewind_session(repo, why, current.file_history, folder.list(), folder.read, number, what=what,
+                                  force=force, restore_conversation=conversation)
+            if done.files is not None and not done.conversation and not done.refused:
+                self.store.save(current)
+        return Restored(resolved, number, done.undo_checkpoint, done.messages or len(current.messages),
+                        warnings + done.warnings, what, done.files, done.conversation)
+
+    def _snapshot_repo(self, session: Session) -> tuple[Any, str | None]:
+        """The session's shadow repository, or ``(None, why not)``."""
+        from amos.snapshots import open_session_repo
+
+        if not session.host.workspace:
+            return None, "the session does not record its workspace"
+        try:
+            return open_session_repo(self.config, session.id, Path(session.host.workspace))
+        except AmosError as exc:
+            return None, f"file checkpoints are off: {exc}"
+
+    def diff(self, id_or_name: str, checkpoint: int | None = None, *, stat: bool = False,
+             color: bool = False) -> tuple[str, Any, list[str]]:
+        """What the agent changed in a session's files: the latest run that changed files,
+        or since ``checkpoint`` (``amos diff``).
+
+        Returns:
+            ``(session id, FileDiffReport, warnings)``.
+
+        Raises:
+            SessionError: ``not_found``, ``corrupt``.
+            SnapshotError: ``off`` / ``no_file_record`` / ``pruned`` (exit 1).
+        """
+        from amos.engine.snapshot_control import diff_session
+
+        resolved = self.store.resolve(id_or_name)
+        session, warnings = self.store.open(resolved)
+        repo, why = self._snapshot_repo(session)
+        infos = self.store.checkpoints_of(resolved).list() if checkpoint is not None else []
+        return resolved, diff_session(repo, why, session.file_history, infos, checkpoint, stat=stat,
+                                      color=color), warnings
 
     def repair(self, id_or_name: str) -> tuple[str, Any]:
         """Rebuild an unreadable session from its newest good checkpoint plus its journal.

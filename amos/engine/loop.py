@@ -85,7 +85,8 @@ class TurnLoop:
         """(Re)build the gate list and the round around them (the policy gate arrives at start)."""
         engine = self.engine
         self.gates = [*builtin_gates(self.durability, self.permissions, self.doom, self.policy),
-                      *([engine.mcp] if engine.mcp is not None else []), *engine.extra_gates]
+                      *([engine.mcp] if engine.mcp is not None else []), *engine.extra_gates,
+                      *([engine.snapshots] if engine.snapshots is not None else [])]  # last: just before dispatch
         recorder = OutcomeRecorder(engine.tools, engine.transcript, engine.evidence, engine.masker, self.gates)
         self.round = ToolRound(engine.tools, CallPlanner(engine.tools, engine.access), self.gates, self.permissions, recorder,
                                done_tool=self.plan.done_tool)

@@ -45,6 +45,7 @@ from amos.engine.options import (
 )
 from amos.engine.permissions import Approvals
 from amos.engine.settings import RunSettings
+from amos.engine.snapshots import SnapshotGate
 from amos.engine.tasks import Instructions
 from amos.engine.transcript import Transcript
 from amos.errors import AmosError, ConfigError, UsageError
@@ -456,7 +457,19 @@ def wire(*, config: AmosConfig, settings: RunSettings, session: Session, binding
         extra_gates=list(extra_gates or []),
         mcp=mcp,
         access=access,
+        snapshots=SnapshotGate(_snapshot_opener(config, session.id, workspace), transcript),
     )
+
+
+def _snapshot_opener(config: AmosConfig, session_id: str, workspace: Path) -> Callable[[], Any]:
+    """Opens the session's shadow repository on first need (``amos.snapshots`` loads then)."""
+
+    def opener() -> Any:
+        from amos.snapshots import open_session_repo
+
+        return open_session_repo(config, session_id, workspace)
+
+    return opener
 
 
 def open_host(options: RunOptions, *, extra_gates: list[Gate] | None = None) -> tuple[Host, Opened]:

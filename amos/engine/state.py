@@ -43,6 +43,8 @@ class RunState:
         workspace_changed: the workspace's digest differs from the completion baseline
             (None: not compared).
         done_claim: the summary of a done-tool call made in the current round, if any.
+        files_changed: ``{"path", "change"}`` of the files the run changed, from its
+            workspace snapshots (set by the snapshot gate when the run finishes; issue 20).
         started_monotonic: ``time.monotonic()`` when the run began (seconds).
         allowed: call id → what let it run (``rule …``, ``sandbox (workspace-write)``,
             ``--yes``, ``approved by a person``…) for the receipt's tool-call rows.
@@ -68,6 +70,7 @@ class RunState:
     halted: str | None = None
     workspace_changed: bool | None = None
     done_claim: str | None = None
+    files_changed: list[dict[str, str]] = field(default_factory=list)
     started_monotonic: float = field(default_factory=time.monotonic)
     allowed: dict[str, str] = field(default_factory=dict)
     sandbox: Any = None

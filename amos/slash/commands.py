@@ -18,6 +18,17 @@ from typing import Any
 from amos.errors import AmosError, SessionError, SlashCommandError
 from amos.render import checkpoint_rows_text
 from amos.slash.custom import CustomCommand, Skipped, expand, load_custom_commands
+from amos.slash.files import (
+    DIFF_DETAILS,
+    DIFF_USAGE,
+    REWIND_DETAILS,
+    REWIND_USAGE,
+    UNDO_DETAILS,
+    UNDO_USAGE,
+    diff_command,
+    rewind_command,
+    undo_command,
+)
 from amos.slash.mcp import MCP_PREFIX, MCP_USAGE, mcp_command, mcp_prompt_result, prompt_rows
 from amos.slash.parser import parse_line, split_tokens
 from amos.slash.permissions import PERMISSIONS_USAGE, PLAN_USAGE, permissions_command, plan_command
@@ -36,7 +47,8 @@ class SlashResult:
         action: what the front end should do next: ``quit``, ``clear``,
             ``load_session`` (``action_arg`` is the id), ``prompt`` (a custom
             command: run ``action_arg``, the expanded prompt, exactly as if it had been
-            typed as a prompt) or None.
+            typed as a prompt), ``files`` (``/undo``, ``/rewind N``, ``/diff``: ``run_line``
+            awaits the host for the final result), ``reload_session`` or None.
         save: True when the session changed and ``amos run`` should save it.
     """
 
@@ -524,6 +536,12 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
             details="/plan      plan mode on: commands run in a read-only sandbox, write tools are refused, the "
                     "model is asked for a plan; receipts say it was a plan run\n"
                     "/plan off  back to the configured mode"),
+    Command("undo", UNDO_USAGE, "put back the files the agent's last step changed", undo_command,
+            details=UNDO_DETAILS),
+    Command("rewind", REWIND_USAGE, "go back to a checkpoint: its files, its conversation or both", rewind_command,
+            details=REWIND_DETAILS),
+    Command("diff", DIFF_USAGE, "show what the agent changed in the files (latest run, or since checkpoint N)",
+            diff_command, details=DIFF_DETAILS),
     Command("clear", "/clear", "clear the screen (not the session)", _clear),
     Command("quit", "/quit", "save (if autosave) and exit", _quit),
 ]}

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from amos.errors import AmosError, SlashCommandError
 from amos.slash.commands import SlashResult, compact_result, execute_line
+from amos.slash.files import finish_files
 from amos.slash.mcp import mcp_view
 from amos.slash.parser import parse_line
 
@@ -102,6 +103,11 @@ def run_line(host: Any, line: str, *, start: bool = True) -> LineOutcome:
             return LineOutcome(line=line, kind="command", result=mcp_view(host, line))
 
         return LineOutcome(line=line, kind="command", result=result, finish=started)
+    if result.action == "files":  # /undo, /rewind N, /diff: git works off the event loop
+        async def files_done() -> LineOutcome:
+            return _saved(host, LineOutcome(line=line, kind="command", result=await finish_files(host, line)))
+
+        return LineOutcome(line=line, kind="command", result=result, finish=files_done)
     if result.action == "compact":
         instructions = result.action_arg or None
 

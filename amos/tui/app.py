@@ -40,6 +40,7 @@ from amos.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from amos.render import files_changed_line
 from amos.slash import (
     COMMANDS,
     CustomCommand,
@@ -49,6 +50,7 @@ from amos.slash import (
     parse_line,
     run_line,
 )
+from amos.tui.app_files import FilesLink
 from amos.tui.app_mcp import McpLink
 from amos.tui.app_sessions import TERMINATE_GRACE_S, SessionControl  # noqa: F401 - re-exported
 from amos.tui.screens.approval import ApprovalAnswer, ApprovalScreen
@@ -154,6 +156,8 @@ class AmosApp(App[int]):
         self._saves = SaveTracker()
         self._panel_timer: Any = None
         self.sessions = SessionControl(self)
+        self.files = FilesLink(self)
+        """Shows /undo, /rewind and /diff, and asks before overwriting files (``app_files``)."""
 
     # ------------------------------------------------------------------ sessions and quitting (SessionControl)
 
@@ -495,7 +499,7 @@ class AmosApp(App[int]):
             return
         result = outcome.result
         assert result is not None
-        if outcome.finish is not None:  # /compact: the model writes the summary in a worker
+        if outcome.finish is not None:  # /compact, /undo…: the work runs in a worker
             await conv.add_notice(result.text)
             self.run_worker(self._finish_command(outcome), group="compact")
             return
@@ -529,6 +533,9 @@ class AmosApp(App[int]):
             done = await outcome.finish()
         except AmosError as exc:
             await conv.add_notice(str(exc), "error")
+            return
+        if self.files.handles(outcome.line):  # may ask before overwriting, or reopen the session
+            await self.files.finished(done)
             return
         result = done.result
         assert result is not None
@@ -662,6 +669,9 @@ class AmosApp(App[int]):
             self._close_approval()
             await conv.add_receipt(event.receipt)
             self.receipts.append(event.receipt)
+            files = files_changed_line(event.files_changed)
+            if files:
+                await conv.add_notice(files)
             if self._notice_transient:
                 self.show_notice_line("")
 

@@ -25,6 +25,7 @@ from textual.containers import Vertical
 from textual.widgets import Collapsible, Static
 
 from amos.render import verdict_glyph
+from amos.render_diff import diff_renderable
 from amos.slash import parse_line
 
 CSS_PATH = Path(__file__).with_suffix(".tcss")
@@ -177,10 +178,12 @@ def command_renderable(text: str, data: Any, command: str = "") -> RenderableTyp
         command: the command line as typed (picks the ``/session load`` heading).
 
     Returns:
-        A layout for ``/help`` (``{"commands": [...]}``), ``/tools``
+        A colored diff for ``/diff`` (``{"since", "diff", …}``), a layout for ``/help`` (``{"commands": [...]}``), ``/tools``
         (``{"tools": [...]}``) and session lists (``{"sessions": [...]}``, non-empty);
         otherwise ``text`` as literal text.
     """
+    if isinstance(data, dict) and isinstance(data.get("diff"), str) and "since" in data:  # /diff
+        return diff_renderable(text)
     if isinstance(data, dict) and isinstance(data.get("commands"), list):
         return help_renderable(data["commands"])
     if isinstance(data, dict) and set(data) == {"tools"} and isinstance(data["tools"], list):  # /tools only
