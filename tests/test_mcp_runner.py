@@ -132,8 +132,10 @@ def test_crash_gives_an_error_result_then_the_restarted_server_answers(tmp_path)
         {"expect": {"last_tool_result_contains": "poked: two"}, "text": "The second poke worked."},
     ])
     code, doc = cli_json("run", "poke", "--script", str(script), "--workspace", str(ws), "--config", str(config))
-    # without a loop policy an uncertain effect is the model's to judge: the run goes on
-    assert code == 0 and doc["stop"]["cause"] == "answer", doc
+    # without a loop policy the run goes on (the model judges what to do next), but with no
+    # check to tell, the answer over an effect that may or may not have happened is UNCERTAIN
+    assert code == 8 and doc["stop"]["reason"] == "uncertain_effect", doc
+    assert "mcp__h__poke p1" in doc["stop"]["detail"]
     assert [c["status"] for c in doc["tool_calls"]] == ["failed", "succeeded"]
     assert wait_gone(processes_with(str(state))) == []
 

@@ -292,7 +292,7 @@ class Completion:
             # The workspace is compared before the check runs: a check that writes (a log,
             # a stamp) must not make a run that did nothing look like it changed something.
             changed = await asyncio.to_thread(self._workspace_changed, rec)
-            still = await asyncio.to_thread(self._unchanged_since_failing, rec)
+            still = await asyncio.to_thread(self._unchanged_since_failing, rec, plan.spec)
             tampered = await asyncio.to_thread(self._tampered, rec)
             if tampered:  # the check may have been rewritten to pass: it cannot confirm
                 rec.completion = CompletionResult(complete=None, reason="not run: the run changed the check's own "
@@ -362,11 +362,13 @@ class Completion:
                  f"the model {self._claimed(claim)} and every host completion check confirmed{how}")
         return True
 
-    def _unchanged_since_failing(self, rec) -> bool:
+    def _unchanged_since_failing(self, rec, spec: CompletionSpec | None) -> bool:
         """True when the baseline failed and, since, no write/command succeeded and the
         workspace's files are the same (so a passing check now proves nothing)."""
         digest = rec.baseline_digest or {}
         if rec.baseline != "failed" or rec.effect_succeeded or "sha256" not in digest:
+            return False
+        if spec is None or spec.python or spec.require_tools:  # those look at the run, not the files
             return False
         then = WorkspaceDigest(digest["sha256"], int(digest.get("files", 0)), bool(digest.get("truncated")))
         return digest_workspace(self.workspace).same_as(then)

@@ -283,7 +283,10 @@ class AmosApp(App[int]):
         check = runner.check_in_force()
         verdict = last.verdict if last is not None else None
         elapsed = time.monotonic() - self._run_started if self._busy else None
-        self.query_one(StatusBar).status = Status(
+        bars = self.query(StatusBar)
+        if not bars:  # a worker finishing while the app is closing or between screens
+            return
+        bars.first().status = Status(
             model=runner.model_spec, session_id=runner.session_id, session_name=runner.session_name,
             workspace=str(runner.workspace), state=self._state, step=self._step, max_steps=self._max_steps,
             last_verdict=verdict, elapsed_s=elapsed, frame=self._frame,
