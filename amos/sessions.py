@@ -81,6 +81,7 @@ class ExecutionRecord(_Model):
         output_text: text of the latest assistant turn.
         baseline: how the completion checks stood before the first model call.
         baseline_digest: the workspace digest taken then (``{sha256, files, truncated}``).
+        plan: the execution is a plan run (a resume of it stays one; issue 19).
         empty_nudged: the one recovery nudge after an empty answer was given.
         claim_route: how completion was last claimed (``answer`` / ``done_tool``).
         confirmed_by: who confirmed completion (``completion.human``).
@@ -102,6 +103,7 @@ class ExecutionRecord(_Model):
     output_text: str = ""
     baseline: Baseline | None = None
     baseline_digest: dict[str, Any] | None = None
+    plan: bool = False
     empty_nudged: bool = False
     claim_route: str | None = None
     confirmed_by: str | None = None

@@ -292,3 +292,51 @@ def test_slash_permissions_lists_rules_with_their_sources(tmp_path, ws):
     assert out.index("deny") < out.index("allow")
     code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "/permissions")
     assert code == 0 and doc["result"]["sandbox"]["mode"] in ("workspace-write", "danger-full-access")
+
+
+def test_file_tools_refuse_hidden_paths_too(tmp_path, visible, monkeypatch):
+    home = visible / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("SSHSECRET\n")
+    (home / "notes.txt").write_text("hello\n")
+    monkeypatch.setenv("HOME", str(home))
+    turns = [{"tool_calls": [
+        {"name": "read_file", "arguments": {"path": ".ssh/id_rsa"}},
+        {"name": "search_text", "arguments": {"pattern": "SECRET|hello"}},
+        {"name": "list_dir", "arguments": {"path": ".", "depth": 3}},
+    ]}]
+    code, doc = run(tmp_path, home, turns, "--sandbox", "workspace-write")
+    assert code == 0, doc
+    results = [result_of(doc["session_path"], f"call_0_{i}") for i in range(3)]
+    assert "hidden" in results[0] and all("SSHSECRET" not in r for r in results)
+    assert "notes.txt" in results[1] and "id_rsa" not in results[2]
+
+
+@needs_bwrap
+def test_plan_runs_stay_plan_runs_when_resumed(tmp_path, ws):
+    config = tmp_path / "ask.json"
+    config.write_text(json.dumps({"permissions": {"ask": ["run_command(touch:*)"]}}))
+    turns = [command_turn("touch held.txt"), {"tool_calls": [
+        {"name": "write_file", "arguments": {"path": "w.txt", "content": "w"}}]}]
+    code, doc = run(tmp_path, ws, turns, "--plan", "--config", str(config))
+    assert code == 5 and doc["stop"]["sandbox"]["plan"] is True
+    code, doc = cli_json("resume", doc["session_id"], "--all", "--config", str(config))
+    assert doc["stop"]["sandbox"]["plan"] is True, doc["stop"]
+    rows = {r["call_id"]: r for r in doc["tool_calls"]}
+    assert rows["call_0_0"]["sandbox"]["mode"] == "read-only" and not (ws / "held.txt").exists()
+    assert rows["call_1_0"]["status"] == "denied" and not (ws / "w.txt").exists()
+
+
+def test_plan_mode_refuses_commands_where_the_sandbox_does_not_work(tmp_path, ws, monkeypatch):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text("#!/bin/sh\nexit 1\n")
+    (fake / "bwrap").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    probe_sandbox.cache_clear()
+    try:
+        code, doc = run(tmp_path, ws, [command_turn("touch made.txt")], "--plan", "--yes")
+    finally:
+        probe_sandbox.cache_clear()
+    assert code == 0 and doc["tool_calls"][0]["status"] == "denied" and not (ws / "made.txt").exists()
+    assert doc["stop"]["sandbox"] == {"mode": "read-only", "available": False, "network": True, "plan": True}

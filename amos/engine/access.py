@@ -68,6 +68,17 @@ class CommandSandbox:
             launcher = self._launchers[state.mode] = SandboxLauncher(policy, bwrap=bwrap)
         return launcher
 
+    def hidden(self) -> tuple[Path, ...]:
+        """The hidden paths, as written and resolved (the file tools compare resolved paths)."""
+        found: dict[Path, None] = {}
+        for path in self.policy.hidden_paths:
+            found[Path(path)] = None
+            try:
+                found[Path(path).resolve()] = None
+            except (OSError, RuntimeError):
+                pass
+        return tuple(found)
+
     def close(self) -> None:
         """Remove every launcher's private folder."""
         for launcher in self._launchers.values():
@@ -130,11 +141,13 @@ class CallAccess:
         self.plan = bool(on)
 
     def tool_context(self, context: Any) -> Any:
-        """``context`` (a :class:`~amos.tools.ToolContext`) with the launcher of the mode in force."""
+        """``context`` (a :class:`~amos.tools.ToolContext`) with the launcher of the mode in
+        force and the hidden paths the file tools refuse (none in ``danger-full-access``)."""
         launcher = self.sandbox.launcher(self.plan)
-        if context.sandbox is launcher:
+        hidden = self.sandbox.hidden() if self.sandbox.state(self.plan).mode != "danger-full-access" else ()
+        if context.sandbox is launcher and context.hidden_paths == hidden:
             return context
-        return dataclasses.replace(context, sandbox=launcher)
+        return dataclasses.replace(context, sandbox=launcher, hidden_paths=hidden)
 
     def in_force(self) -> SandboxInForce:
         """The receipt's ``sandbox`` field for a run starting now."""

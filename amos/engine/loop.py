@@ -116,6 +116,9 @@ class TurnLoop:
         run.mask = functools.partial(scrub, secrets=tuple(engine.settings.secrets))
         warnings = engine.transcript.open()
         if engine.access is not None:  # the sandbox of the mode in force (plan mode: read-only)
+            if run.resumed and run.record.plan and not engine.access.plan:
+                engine.access.set_plan(True)  # a paused plan run goes on as one
+            run.record.plan = engine.access.plan
             engine.tools.context = engine.access.tool_context(engine.tools.context)
             run.sandbox = engine.access.in_force()
         if run.resumed:

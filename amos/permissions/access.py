@@ -5,7 +5,7 @@ asks or is refused, in this order:
 
 1. Plan mode refuses every tool that may change something (write effects, unknown
    effects, escalations), except ``run_command`` itself, which runs in the read-only
-   sandbox (or asks when there is none).
+   sandbox — and is refused where the sandbox does not work.
 2. A ``deny`` — a rule, or ``tools.permissions.NAME: deny`` — refuses.
 3. A request to run a command outside the sandbox (``"sandbox": "none"``) always asks
    a person; ``--yes`` and allow rules never approve it.
@@ -127,6 +127,9 @@ def decide_access(
         what = "running a command outside the sandbox" if escalation else f"{tool_name} may change files"
         return Access("deny", "plan mode", reason=f"denied: plan mode ({what}); only reading and read-only "
                                                   "commands run — /plan off (or a run without --plan) makes changes")
+    if plan and is_command and not sandbox.confines:
+        return Access("deny", "plan mode", reason="denied: plan mode runs commands only in a read-only sandbox, "
+                                                  "and the sandbox does not work here (see /permissions)")
     decided = rules.decide(tool_name, arguments, workspace=workspace)
     if decided.decision == "deny":
         return Access("deny", "rule", decided.rule, decided.source,

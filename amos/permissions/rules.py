@@ -102,6 +102,8 @@ class Rule:
         candidates = [part.words]
         if loose:
             candidates.append(part.unwrapped())
+            # /bin/rm is rm: deny and ask rules look at the program's name too
+            candidates += [(w[0].rsplit("/", 1)[-1], *w[1:]) for w in list(candidates) if w and "/" in w[0]]
         elif part.writes:
             return False
         n = len(self.words)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from amos.permissions.rules import COMMAND_TOOL, PATH_TOOLS, Rule, RuleError, parse_rule
-from amos.permissions.shell import split_command
+from amos.permissions.shell import WRAPPERS, split_command
 
 Kind = Literal["allow", "ask", "deny"]
 KINDS: tuple[Kind, ...] = ("deny", "ask", "allow")
@@ -284,12 +284,26 @@ def merge_rules(layers: Iterable[tuple[str, Any]]) -> RuleSet:
     return RuleSet(rules)
 
 
+_RUNS_ANYTHING = frozenset({
+    *WRAPPERS, "sh", "bash", "dash", "zsh", "ksh", "python", "python3", "node", "deno", "bun", "ruby", "perl",
+    "php", "rm", "npx", "bunx", "uvx", "pipx", "dd", "chmod", "chown", "find", "curl", "wget",
+})
+"""Programs whose arguments are (or may run) any command, or that destroy: the "always"
+answer offers the exact command, never a prefix pattern."""
+_READ_ONLY_PROGRAMS = frozenset({"ls", "cat", "head", "tail", "wc", "grep", "rg", "pwd", "echo", "stat", "file",
+                                 "du", "df", "tree", "which", "diff", "less", "sort", "uniq"})
+"""Programs that only read: the "always" answer offers ``PROGRAM:*``."""
+_RUNNER_PAIRS = frozenset({("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("pnpm", "exec"),
+                           ("pnpm", "dlx"), ("npm", "exec"), ("yarn", "dlx"), ("conda", "run")})
+
+
 def suggest_rule(tool_name: str, arguments: Any) -> str | None:
     """A rule for "always allow this in this session" (the ``a`` answer), or None.
 
     ``run_command``: the command's first words and ``:*`` (``git status:*``,
-    ``python -m pytest:*``, ``ls:*``); None for a compound or unparsable command or
-    one that writes files through redirections. Path tools: the exact path. Other
+    ``python -m pytest:*``, ``ls:*``), or the exact command for programs that run any
+    command or destroy (``env``, ``timeout``, ``python3 -c``, ``rm``, ``uv run``…); None for
+    a compound or unparsable command or one that writes files through redirections. Path tools: the exact path. Other
     tools: the bare tool name.
 
     Args:
@@ -308,12 +322,17 @@ def suggest_rule(tool_name: str, arguments: Any) -> str | None:
         words = list(split.parts[0].words)
         if not words or any("$" in w or "`" in w for w in words):
             return None
-        keep = 1
-        if len(words) > 2 and words[1] == "-m":
-            keep = 3
-        elif len(words) > 1 and not words[1].startswith("-") and "/" not in words[1]:
-            keep = 2
-        text = f"{COMMAND_TOOL}({' '.join(shlex.quote(w) for w in words[:keep])}:*)"
+        program = words[0].rsplit("/", 1)[-1]
+        keep = 0  # 0: the exact command only
+        if len(words) > 2 and words[1] == "-m" and program not in WRAPPERS:
+            keep = 3  # python -m pytest:*
+        elif (len(words) > 1 and not words[1].startswith("-") and "/" not in words[1]
+              and program not in _RUNS_ANYTHING and (program, words[1]) not in _RUNNER_PAIRS):
+            keep = 2  # git status:*, npm test:*
+        elif program in _READ_ONLY_PROGRAMS:
+            keep = 1  # ls:*, cat:*
+        shown = " ".join(shlex.quote(w) for w in (words[:keep] if keep else words))
+        text = f"{COMMAND_TOOL}({shown}:*)" if keep else f"{COMMAND_TOOL}({shown})"
     elif tool_name in PATH_TOOLS:
         path = args.get("path", _DEFAULT_PATHS.get(tool_name))
         if not isinstance(path, str) or not path.strip():

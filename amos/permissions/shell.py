@@ -26,7 +26,7 @@ _ROUGH_KEYWORDS = frozenset(
 )
 WRAPPERS = frozenset(
     {"env", "command", "builtin", "exec", "nohup", "nice", "time", "sudo", "doas", "xargs",
-     "timeout", "stdbuf", "setsid", "ionice", "chrt", "taskset", "watch", "strace"}
+     "timeout", "stdbuf", "setsid", "ionice", "chrt", "taskset", "watch", "strace", "eval"}
 )
 """Commands that run their arguments as a command: deny and ask rules look past them."""
 
@@ -234,4 +234,20 @@ def _split(command: str, depth: int) -> SplitCommand:
     except Exception as exc:  # bashlex raises ParsingError, NotImplementedError, others
         message = " ".join(str(exc).split())[:120] or type(exc).__name__
         return SplitCommand(_rough_split(command), parsed=False, error=message)
+    hidden = _hidden_commands(command, parts)
+    if hidden is not None:  # commands bashlex does not show: never allowed by a pattern
+        return SplitCommand(tuple(parts) + _rough_split(command), parsed=False, error=hidden)
     return SplitCommand(tuple(parts))
+
+
+def _hidden_commands(command: str, parts: list[SimpleCommand]) -> str | None:
+    """Why some command of ``command`` may be invisible in ``parts``, else None: a
+    substitution inside a parameter expansion (``${x:=$(rm a)}``, which bashlex does not
+    split out) or a command word that is itself an expansion (``$RM -f a``)."""
+    if "${" in command and ("$(" in command or "`" in command):
+        return "a parameter expansion holds a command substitution"
+    for part in parts:
+        words = part.unwrapped()
+        if words and ("$" in words[0] or "`" in words[0]):
+            return f"the command word {words[0]!r} is an expansion"
+    return None

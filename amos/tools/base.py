@@ -87,6 +87,9 @@ class ToolContext:
         sandbox_escalation_approved: True in the context of one call whose request to
             run unsandboxed (``"sandbox": "none"``) a person approved; without it such a
             call still runs in the sandbox.
+        hidden_paths: resolved paths the file tools refuse and folder walks skip, like
+            the sandbox hides them from commands (``sandbox.hidden_paths`` and amos's own
+            folders; issue 19).
     """
 
     workspace: Path
@@ -95,6 +98,7 @@ class ToolContext:
     env: Mapping[str, str] = field(default_factory=dict)
     sandbox: SandboxLauncher | None = None
     sandbox_escalation_approved: bool = False
+    hidden_paths: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,10 @@ from amos.tools.summaries import summarize_list_dir, summarize_read_file
 from amos.tools.workspace import (
     display_path,
     inside_workspace,
+    is_hidden,
     normalize_rel,
     read_workspace_file,
+    refuse_hidden,
     resolve_in_workspace,
     special_file_kind,
 )
@@ -137,12 +139,13 @@ class ReadFileArgs(ToolArgs):
 
 
 async def _read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
-    return await asyncio.to_thread(_read_file_sync, args, ctx.workspace)
+    return await asyncio.to_thread(_read_file_sync, args, ctx.workspace, ctx.hidden_paths)
 
 
-def _read_file_sync(args: ReadFileArgs, root: Path) -> str:
+def _read_file_sync(args: ReadFileArgs, root: Path, hidden: tuple[Path, ...] = ()) -> str:
     shown = normalize_rel(args.path)
     path = resolve_in_workspace(root, args.path, must_exist=True)
+    refuse_hidden(path, hidden, shown)
     lines = split_lines(read_text_file(path, shown))
     total = len(lines)
     if total == 0:
@@ -201,13 +204,14 @@ class ListDirArgs(ToolArgs):
 
 
 async def _list_dir(args: ListDirArgs, ctx: ToolContext) -> str:
-    return await asyncio.to_thread(_list_dir_sync, args, ctx.workspace)
+    return await asyncio.to_thread(_list_dir_sync, args, ctx.workspace, ctx.hidden_paths)
 
 
-def _list_dir_sync(args: ListDirArgs, root: Path) -> str:
+def _list_dir_sync(args: ListDirArgs, root: Path, hidden: tuple[Path, ...] = ()) -> str:
     root = root.resolve()
     shown = normalize_rel(args.path)
     start = resolve_in_workspace(root, args.path, must_exist=True)
+    refuse_hidden(start, hidden, shown)
     if not start.is_dir():
         raise ToolFailure(f"'{shown}' is not a folder; use read_file to read a file")
     entries: list[tuple[tuple[str, ...], bool]] = []
@@ -226,6 +230,8 @@ def _list_dir_sync(args: ListDirArgs, root: Path) -> str:
                     continue
                 child_path = Path(child.path)
                 if child.is_symlink() and not inside_workspace(root, child_path):
+                    continue
+                if hidden and is_hidden(child_path, hidden):
                     continue
                 if len(entries) >= MAX_LIST_ENTRIES:
                     truncated = True
@@ -290,12 +296,13 @@ class WriteFileArgs(ToolArgs):
 
 
 async def _write_file(args: WriteFileArgs, ctx: ToolContext) -> dict[str, object]:
-    return await asyncio.to_thread(_write_file_sync, args, ctx.workspace)
+    return await asyncio.to_thread(_write_file_sync, args, ctx.workspace, ctx.hidden_paths)
 
 
-def _write_file_sync(args: WriteFileArgs, root: Path) -> dict[str, object]:
+def _write_file_sync(args: WriteFileArgs, root: Path, hidden: tuple[Path, ...] = ()) -> dict[str, object]:
     shown = normalize_rel(args.path)
     path = resolve_in_workspace(root, args.path, must_exist=False)
+    refuse_hidden(path, hidden, args.path)
     if path.is_dir():
         raise ToolFailure(f"'{shown}' is a folder; give a file path to write")
     special = special_file_kind(path)
@@ -313,6 +320,7 @@ def _write_file_sync(args: WriteFileArgs, root: Path) -> dict[str, object]:
         ) from None
     # Re-check after creating folders: a link created meanwhile must not lead out.
     path = resolve_in_workspace(root, args.path, must_exist=False)
+    refuse_hidden(path, hidden, args.path)
     data = args.content.encode("utf-8", errors="replace")
     try:
         atomic_write(path, data)
@@ -361,12 +369,13 @@ class EditFileArgs(ToolArgs):
 
 
 async def _edit_file(args: EditFileArgs, ctx: ToolContext) -> dict[str, object]:
-    return await asyncio.to_thread(_edit_file_sync, args, ctx.workspace)
+    return await asyncio.to_thread(_edit_file_sync, args, ctx.workspace, ctx.hidden_paths)
 
 
-def _edit_file_sync(args: EditFileArgs, root: Path) -> dict[str, object]:
+def _edit_file_sync(args: EditFileArgs, root: Path, hidden: tuple[Path, ...] = ()) -> dict[str, object]:
     shown = normalize_rel(args.path)
     path = resolve_in_workspace(root, args.path, must_exist=True)
+    refuse_hidden(path, hidden, args.path)
     if not args.old_text:
         raise ToolFailure("old_text is empty; give the exact text to replace")
     if args.old_text == args.new_text:

@@ -27,7 +27,9 @@ from amos.tools.summaries import summarize_search_text
 from amos.tools.workspace import (
     display_path,
     inside_workspace,
+    is_hidden,
     normalize_rel,
+    refuse_hidden,
     resolve_in_workspace,
     special_file_kind,
 )
@@ -119,7 +121,8 @@ async def _search_text(args: SearchTextArgs, ctx: ToolContext) -> str:
     budget = min(MAX_SEARCH_SECONDS, float(ctx.command_timeout_s))
     try:
         return await asyncio.to_thread(
-            _search_sync, args, regex, glob_spec, ctx.workspace, stop, time.monotonic() + budget
+            _search_sync, args, regex, glob_spec, ctx.workspace, stop, time.monotonic() + budget,
+            ctx.hidden_paths,
         )
     finally:
         # On cancellation or timeout the worker thread notices this and stops early.
@@ -133,9 +136,11 @@ def _search_sync(
     root: Path,
     stop: threading.Event,
     deadline: float,
+    hidden: tuple[Path, ...] = (),
 ) -> str:
     root = root.resolve()
     start = resolve_in_workspace(root, args.path, must_exist=True)
+    refuse_hidden(start, hidden, normalize_rel(args.path))
     ignores = _GitIgnores(root)
     results: list[str] = []
     files_searched = 0
@@ -207,6 +212,7 @@ def _search_sync(
                 for d in dirnames
                 if d not in SKIPPED_DIRS
                 and not (folder_path / d).is_symlink()
+                and not (hidden and is_hidden(folder_path / d, hidden))
                 and not ignores.ignored(prefix + d, is_dir=True)
             )
             for name in sorted(filenames):
@@ -215,6 +221,8 @@ def _search_sync(
                 rel = prefix + name
                 path = folder_path / name
                 if path.is_symlink() and not (inside_workspace(root, path) and path.is_file()):
+                    continue
+                if hidden and is_hidden(path, hidden):
                     continue
                 if ignores.ignored(rel, is_dir=False):
                     continue

@@ -67,6 +67,23 @@ def resolve_in_workspace(root: Path, rel: str, *, must_exist: bool) -> Path:
     return resolved
 
 
+def is_hidden(path: Path, hidden: tuple[Path, ...]) -> bool:
+    """Whether ``path`` (resolved) is, or is inside, one of the ``hidden`` paths
+    (``sandbox.hidden_paths``: ``~/.ssh``, amos's own folders…; issue 19)."""
+    return any(path == h or _is_relative_to(path, h) for h in hidden)
+
+
+def refuse_hidden(path: Path, hidden: tuple[Path, ...], shown: str) -> None:
+    """Refuse a path the sandbox hides from reads, for the file tools too.
+
+    Raises:
+        ToolFailure: ``path`` is hidden (``sandbox.hidden_paths``).
+    """
+    if hidden and is_hidden(path, hidden):
+        raise ToolFailure(f"path {shown!r} is hidden (sandbox.hidden_paths: credentials and amos's own folders "
+                          "are not readable by the agent)")
+
+
 def read_workspace_file(path: Path, shown: str, max_bytes: int) -> bytes:
     """The bytes of a resolved workspace file, refusing anything but a regular file.
 
