@@ -126,10 +126,21 @@ def held_call_lines(session_id: str, held: Iterable[Any]) -> list[str]:
     """What a person needs to decide a WAITING session: each held call needing a
     decision, then the ``amos resume`` line."""
     waiting = [h for h in held if h.needs_approval and h.decision is None]
-    lines = [f"  needs approval: {h.call_id}  {h.summary}" for h in waiting]
+    lines = []
+    escapes = False
+    for h in waiting:
+        lines.append(f"  needs approval: {h.call_id}  {h.summary}")
+        args = h.arguments if isinstance(h.arguments, dict) else {}
+        if h.tool == "run_command" and args.get("sandbox") == "none":  # issue 19: say it plainly
+            escapes = True
+            why = " ".join(str(args.get("justification") or "(no reason given)").split())[:300]
+            lines.append(f"    it asks to run OUTSIDE the sandbox (full access to your files and network): {why}")
     if waiting:
         ids = " ".join(f"--approve {h.call_id}" for h in waiting)
-        lines.append(f"  resume with: amos resume {session_id} {ids}   (or --deny CALL_ID, --all)")
+        also = "--deny CALL_ID" + ("" if escapes else ", --all")
+        lines.append(f"  resume with: amos resume {session_id} {ids}   (or {also})")
+        if escapes:
+            lines.append("  (--all and --yes never approve running outside the sandbox: approve it by its id)")
     return lines
 
 

@@ -340,3 +340,13 @@ def test_plan_mode_refuses_commands_where_the_sandbox_does_not_work(tmp_path, ws
         probe_sandbox.cache_clear()
     assert code == 0 and doc["tool_calls"][0]["status"] == "denied" and not (ws / "made.txt").exists()
     assert doc["stop"]["sandbox"] == {"mode": "read-only", "available": False, "network": True, "plan": True}
+
+
+@needs_bwrap
+def test_a_waiting_escape_request_says_so_in_the_shell(tmp_path, ws):
+    turn = command_turn("echo free", sandbox="none", justification="needs the real cache")
+    script = write_script(tmp_path, [turn, {"text": "done"}])
+    result = cli("run", "--script", str(script), "--workspace", str(ws), "go")
+    assert result.exit_code == 5
+    assert "OUTSIDE the sandbox" in result.stderr and "needs the real cache" in result.stderr
+    assert "--all and --yes never approve" in result.stderr
