@@ -181,6 +181,8 @@ class ServerConnection:
 
     def _start_failed(self, why: str) -> bool:
         self.state, self.reason, self.restartable = "failed", self._mask(why), False
+        if self._stderr is not None:
+            self._stderr.settle()
         tail = stderr_tail(self.log_file, self._log_offset, self.secrets) if self.spec.transport == "stdio" else []
         line = f"MCP server {self.spec.name} failed to start: {self.reason}"
         target = self.spec.display_target()
@@ -347,6 +349,8 @@ class ServerConnection:
             crash = exc
         finally:
             _current.reset(token)
+        if self._stderr is not None:  # the crash's last words reach the log first
+            await asyncio.to_thread(self._stderr.settle)
         tail = stderr_tail(self.log_file, self._log_offset, self.secrets, lines=1) \
             if self.spec.transport == "stdio" else []
         why = f"stopped or dropped the connection during {label} ({_describe(crash)})"

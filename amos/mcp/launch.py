@@ -210,6 +210,25 @@ class MaskedStderr:
             except (OSError, ValueError):
                 pass
 
+    def settle(self, max_s: float = 0.5) -> None:
+        """Wait (up to ``max_s`` seconds) until what the server wrote so far is in the log:
+        the pipe holds nothing unread and no line is being written (before quoting the
+        log's tail in an error)."""
+        import select
+        import time
+
+        deadline = time.monotonic() + max_s
+        while time.monotonic() < deadline and self._thread.is_alive():
+            try:
+                pending = select.select([self._read], [], [], 0)[0]
+            except (OSError, ValueError):
+                return
+            if not pending and not self._lock.locked():
+                time.sleep(0.02)  # the pump may hold a chunk it just read: let it write
+                if not select.select([self._read], [], [], 0)[0] and not self._lock.locked():
+                    return
+            time.sleep(0.01)
+
     def close(self, wait_s: float = 1.0) -> None:
         """Close amos's write end; the thread writes what is left and closes the log once
         the server's copy is closed too (waited for ``wait_s`` seconds)."""
