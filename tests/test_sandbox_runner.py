@@ -350,3 +350,17 @@ def test_a_waiting_escape_request_says_so_in_the_shell(tmp_path, ws):
     assert result.exit_code == 5
     assert "OUTSIDE the sandbox" in result.stderr and "needs the real cache" in result.stderr
     assert "--all and --yes never approve" in result.stderr
+
+
+@needs_bwrap
+def test_kernel_settings_cannot_be_changed_from_the_sandbox(tmp_path, ws):
+    before = Path("/proc/sys/kernel/hostname").read_text()
+    command = ("printf amos-test > /proc/sys/kernel/hostname; echo rc=$?; "
+               "cat /proc/sys/kernel/core_pattern > /dev/null && printf x >> /proc/sys/kernel/core_pattern; "
+               "echo rc2=$?; hostname amos-test2; echo rc3=$?")
+    for mode in ("workspace-write", "read-only"):
+        code, doc = run(tmp_path, ws, [command_turn(command)], "--sandbox", mode)
+        assert code == 0, doc
+        text = result_of(doc["session_path"])
+        assert "rc=0" not in text and "rc2=0" not in text, text
+        assert Path("/proc/sys/kernel/hostname").read_text() == before

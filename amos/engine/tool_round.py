@@ -114,14 +114,18 @@ def _access_fields(run: RunState, call: PlannedCall, outcome: ToolOutcome) -> di
     fields: dict[str, Any] = {}
     if call.call_id in run.allowed:
         fields["allowed_by"] = run.allowed[call.call_id]
-    if call.tool_name != "run_command" or outcome.status in ("denied", "not_started", "blocked"):
-        return fields
+    if call.tool_name != "run_command" or not call.valid or outcome.status in ("denied", "not_started", "blocked"):
+        return fields  # it never ran
     used = outcome.result.get("sandbox") if isinstance(outcome.result, dict) else None
     if isinstance(used, dict):
         fields["sandbox"] = {"mode": used.get("mode"), "network": bool(used.get("network"))}
-    elif run.sandbox is not None:
-        mode = "danger-full-access" if run.sandbox.mode == "danger-full-access" else "none (sandbox unavailable)"
-        fields["sandbox"] = {"mode": mode, "network": True}
+    elif run.sandbox is not None:  # no result to say (a timeout, a call that failed): what it would run in
+        if run.sandbox.available:
+            fields["sandbox"] = ({"mode": "none", "network": True} if call.escalation
+                                 else {"mode": run.sandbox.mode, "network": run.sandbox.network})
+        else:
+            mode = "danger-full-access" if run.sandbox.mode == "danger-full-access" else "none (sandbox unavailable)"
+            fields["sandbox"] = {"mode": mode, "network": True}
     return fields
 
 

@@ -108,6 +108,10 @@ class _Mounts:
         return out
 
 
+_PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+"""Kernel settings under /proc bound read-only inside the sandbox (where they exist)."""
+
+
 def bwrap_argv(
     command: str,
     *,
@@ -155,15 +159,17 @@ def bwrap_argv(
     bind = "--bind" if writable_mode else "--ro-bind"
     mounts.add(ws, [bind, ws, ws])
     shown = [ws]  # host paths visible inside even under a replaced root
+    hidden = [real for real in map(os.path.realpath, policy.hidden_paths) if os.path.exists(real)]
     if writable_mode:
         for extra in policy.writable_paths:
             real = os.path.realpath(extra)
             if real == "/":
                 raise SandboxError("bad_workspace", "sandbox.writable_paths holds /: use danger-full-access")
+            if any(_under(real, h) for h in hidden):
+                continue  # a hidden path stays hidden, even when listed as writable
             if os.path.lexists(real):
                 mounts.add(real, ["--bind", real, real])
                 shown.append(real)
-    hidden = [real for real in map(os.path.realpath, policy.hidden_paths) if os.path.exists(real)]
     for entry in path_dirs:
         if not entry.startswith("/"):
             continue
@@ -184,8 +190,13 @@ def bwrap_argv(
         else:
             mounts.add(real, ["--ro-bind", str(blocker), real])
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # The kernel lets uid 0 write sysctls whatever its capabilities, and bwrap skips its
+    # own read-only cover of /proc/sys when access() misreports it: cover them here, so a
+    # command run as root cannot set the host's hostname or core_pattern (an escape).
+    for path in _PROC_READ_ONLY:
+        argv += ["--ro-bind-try", path, path]
     argv += mounts.argv()
-    argv += ["--unshare-pid", "--unshare-ipc"]
+    argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     if not policy.network:
         argv.append("--unshare-net")
     argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", ws]

@@ -49,7 +49,7 @@ from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import replace
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from amos.errors import SandboxError
 from amos.tools.base import Tool, ToolArgs, ToolContext, ToolFailure, ToolTimeout
@@ -99,6 +99,13 @@ class RunCommandArgs(ToolArgs):
         gt=0,
         description="Time limit in seconds (capped by the configured command timeout).",
     )
+
+    @field_validator("command")
+    @classmethod
+    def _no_nul(cls, value: str) -> str:
+        if "\x00" in value:
+            raise ValueError("the command contains a NUL byte, which no shell command can hold")
+        return value
 
 
 class SandboxedRunCommandArgs(RunCommandArgs):
