@@ -50,14 +50,18 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
-def processes_with(marker: str) -> list[int]:
-    """Running processes whose command line contains ``marker`` (never this process)."""
+def processes_with(marker: str, cwd: Path | None = None) -> list[int]:
+    """Running processes whose command line contains ``marker`` (never this process);
+    with ``cwd``, only those working there (a server amos started for this test's
+    workspace, not one of another test suite running on the same machine)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            if cwd is not None and marker in cmdline and os.readlink(f"/proc/{entry}/cwd") != str(cwd):
+                continue
         except OSError:
             continue
         if marker in cmdline and alive(int(entry)):

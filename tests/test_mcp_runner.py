@@ -51,7 +51,7 @@ def test_time_server_tool_result_reaches_the_next_request_and_the_evidence(tmp_p
     listing = cli("evidence", "list", "--session", doc["session_id"], "--config", str(config))
     assert listing.exit_code == 0, listing.output
     assert "mcp__time__get_current_time" in listing.stdout
-    assert processes_with("mcp_server_time") == []
+    assert wait_gone(processes_with("mcp_server_time", cwd=ws.resolve())) == []
 
 
 def test_non_read_mcp_call_pauses_for_approval_and_resumes(tmp_path):
@@ -66,12 +66,12 @@ def test_non_read_mcp_call_pauses_for_approval_and_resumes(tmp_path):
     code, doc = cli_json("run", "convert", "--script", str(script), "--workspace", str(ws), "--config", str(config))
     assert doc["stop"]["verdict"] == "WAITING_UNROUTED", doc
     assert [p["tool"] for p in doc["stop"]["pending_approvals"]] == ["mcp__time__convert_time"]
-    assert processes_with("mcp_server_time") == []  # nothing runs while the session waits
+    assert wait_gone(processes_with("mcp_server_time", cwd=ws.resolve())) == []  # nothing runs while the session waits
     code, doc = cli_json("resume", doc["session_id"], "--approve", "t1", "--config", str(config))
     assert code == 0, doc
     assert doc["stop"]["cause"] == "answer"
     assert [(c["tool"], c["status"]) for c in doc["tool_calls"]] == [("mcp__time__convert_time", "succeeded")]
-    assert processes_with("mcp_server_time") == []
+    assert wait_gone(processes_with("mcp_server_time", cwd=ws.resolve())) == []
 
 
 def test_denied_by_config_is_refused_without_running(tmp_path):
