@@ -100,12 +100,25 @@ class Message(_Frozen):
             compaction summary standing for older messages) — host messages are
             labelled so model text can never pass for them.
         provider_details: provider leftovers for the whole message.
+        partial: why an assistant turn is incomplete — ``error`` (the provider failed
+            mid-stream), ``cancelled`` (Ctrl+C or the run's time limit) or ``doom_loop``
+            (the ladder stopped a runaway stream) — or None for a whole turn (issue 23).
+            A partial turn keeps only its text (masked, as streamed); requests carry it
+            marked incomplete (:func:`amos.context.build_request`). Saved only when set.
     """
 
     role: Literal["user", "assistant", "tool"]
     parts: tuple[Part, ...] = ()
     kind: Literal["prompt", "feedback", "summary", "turn", "result"] = "prompt"
     provider_details: dict[str, Any] | None = None
+    partial: Literal["error", "cancelled", "doom_loop"] | None = None
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and self.partial is None:
+            data.pop("partial", None)  # present only when set: whole turns keep the session shape
+        return data
 
     @property
     def text(self) -> str:

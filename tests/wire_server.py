@@ -50,6 +50,8 @@ class Reply:
     byte_by_byte: bool = False
     cut: bool = False
     """Send the body as one HTTP chunk and close without the last chunk (a stream cut mid-way)."""
+    hold_s: float = 0.0
+    """With ``cut``: keep the connection open this long before closing it (a stream that stalls)."""
 
 
 class WireServer:
@@ -89,6 +91,8 @@ class WireServer:
                     self.end_headers()
                     self.wfile.write(f"{len(reply.body):x}\r\n".encode() + reply.body + b"\r\n")
                     self.wfile.flush()
+                    if reply.hold_s:
+                        time.sleep(reply.hold_s)
                     self.close_connection = True
                     return
                 self.send_header("content-length", str(len(reply.body)))
