@@ -31,7 +31,7 @@ from amos.engine.context_budget import reported_usage
 from amos.engine.doom import DoomGate
 from amos.engine.durability import DurabilityGate
 from amos.engine.gates import Gate
-from amos.engine.model import Turn, assistant_message, stream_turn
+from amos.engine.model import Turn, assistant_message, stream_turn, timed
 from amos.engine.permissions import PermissionGate
 from amos.engine.policy_gate import PolicyGate
 from amos.engine.state import END, RunState
@@ -308,8 +308,8 @@ class TurnLoop:
             run.stop("provider_error", "bad_response", "the model stream ended without a finish reason")
             return None
         message = assistant_message(turn)
-        usage = (reported_usage(turn.finish) if turn.finish.usage_reported
-                 else engine.context.estimated_usage(estimated, message))  # the provider said nothing
+        usage = timed((reported_usage(turn.finish) if turn.finish.usage_reported
+                       else engine.context.estimated_usage(estimated, message)), turn)  # the provider said nothing
         run.record.usage.add(engine.context.record_call(usage, run.turn_model, "turn", estimated))
         transcript.append(message)
         run.record.output_text = turn.text
@@ -326,7 +326,7 @@ class TurnLoop:
             return
         message = assistant_message(turn)
         engine.transcript.append(message)
-        usage = engine.context.estimated_usage(estimated, message)
+        usage = timed(engine.context.estimated_usage(estimated, message), turn)
         run.record.usage.add(engine.context.record_call(usage, run.turn_model, "turn", estimated))
         if turn.partial == "doom_loop":  # the answer the ladder stopped; a failed call has none
             run.record.output_text = turn.text

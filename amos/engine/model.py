@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,7 @@ from amos.engine.masking import Masker
 from amos.engine.state import RunState
 from amos.errors import AmosError, ProviderError
 from amos.events import Notice, TextDelta
-from amos.messages import Message, ToolCallPart
+from amos.messages import Message, ToolCallPart, Usage
 from amos.providers.base import FinishEvent, ModelRequest, Provider, TextDeltaEvent, ToolCallEvent
 
 log = logging.getLogger("amos.runner")
@@ -91,6 +92,19 @@ class Turn:
     error: ProviderError | None = None
     cancelled: bool = False
     stopped_by: Any = None
+    started: float = 0.0
+    first_text: float | None = None
+    ended: float = 0.0
+    text_deltas: int = 0
+
+    @property
+    def generation_s(self) -> float:
+        """Seconds the call spent producing output (``time.monotonic``): from its first
+        text delta to its end, or the whole call when fewer than two text deltas came
+        (a non-streamed reply or a tool-call-only turn: no way to leave the prompt out)."""
+        if self.text_deltas >= 2 and self.first_text is not None:
+            return max(0.0, self.ended - self.first_text)
+        return max(0.0, self.ended - self.started)
 
     @property
     def partial(self) -> str | None:
@@ -127,10 +141,15 @@ async def stream_turn(run: RunState, provider: Provider, request: ModelRequest, 
     turn = Turn()
     stream = masker.stream()
     pieces: list[str] = []
+    turn.started = time.monotonic()
     events = provider.stream(request)
     try:
         async for event in events:
             if isinstance(event, TextDeltaEvent):
+                if event.text:
+                    turn.text_deltas += 1
+                    if turn.first_text is None:
+                        turn.first_text = time.monotonic()
                 shown = stream.feed(event.text)
                 if shown:
                     pieces.append(shown)
@@ -150,6 +169,7 @@ async def stream_turn(run: RunState, provider: Provider, request: ModelRequest, 
             exc = unreadable(provider, exc, masker)
         turn.error = exc
     finally:
+        turn.ended = time.monotonic()
         await _close(events)
     if turn.partial is not None:
         turn.calls, turn.finish = [], None  # calls of a cut turn never run
@@ -171,6 +191,11 @@ async def _close(events: Any) -> None:
         await aclose()
     except Exception:  # noqa: BLE001 - closing a broken stream must not hide why it broke
         log.debug("closing the provider stream failed", exc_info=True)
+
+
+def timed(usage: Usage, turn: Turn) -> Usage:
+    """``usage`` of one call with its generation time and output tokens (tokens per second)."""
+    return usage.model_copy(update={"generation_s": turn.generation_s, "generated_tokens": usage.output_tokens})
 
 
 def unreadable(provider: Any, exc: Exception, masker: Masker) -> ProviderError:
