@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from amos.context import marked_partial
 from amos.messages import Message, TextPart, ToolResultPart
 
 SUMMARY_PREFIX = "[amos host: summary of earlier conversation]"
@@ -215,7 +216,7 @@ def summary_request_messages(messages: Sequence[Message], plan: CompactionPlan, 
     ``part_chars`` characters) and a final host instruction (``kind == "feedback"``)."""
     out: list[Message] = []
     for index in plan.replaced:
-        message = messages[index]
+        message = marked_partial(messages[index])  # a partial turn is summarised as incomplete
         parts = []
         for part in message.parts:
             if isinstance(part, TextPart):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from amos.messages import Message
+from amos.messages import Message, TextPart
 from amos.providers.base import ModelRequest
 from amos.safe_read import read_head
 from amos.tools.base import ToolSpec
@@ -57,6 +57,31 @@ def build_system_prompt(workspace: Path, configured: str | None = None) -> str:
     return "\n\n".join(parts)
 
 
+PARTIAL_WHY = {
+    "error": "the provider failed mid-stream",
+    "cancelled": "the run was interrupted",
+    "doom_loop": "amos stopped it because it kept repeating itself",
+}
+"""Why a partial assistant turn is incomplete, as the note a request carries says it."""
+
+
+def partial_note(why: str) -> str:
+    """The host note ending a partial assistant turn in a request (issue 23)."""
+    return f"[amos host: this reply was cut off ({PARTIAL_WHY.get(why, why)}); it is incomplete]"
+
+
+def marked_partial(message: Message) -> Message:
+    """``message`` as a request carries it: a partial turn's text ends with
+    :func:`partial_note` and the flag is dropped, so no provider's request builder can
+    send it back as if it were complete; any other message is returned unchanged."""
+    if message.partial is None:
+        return message
+    text = message.text.rstrip()
+    note = partial_note(message.partial)
+    return message.model_copy(update={
+        "parts": (TextPart(text=f"{text}\n\n{note}" if text else note),), "partial": None})
+
+
 def build_request(
     system: str,
     messages: Sequence[Message],
@@ -64,9 +89,10 @@ def build_request(
     *,
     max_output_tokens: int | None = None,
 ) -> ModelRequest:
-    """One model request for a loop step."""
+    """One model request for a loop step (partial turns marked, see :func:`marked_partial`)."""
     return ModelRequest(
-        system=system, messages=tuple(messages), tools=tuple(tools), max_output_tokens=max_output_tokens
+        system=system, messages=tuple(marked_partial(m) for m in messages), tools=tuple(tools),
+        max_output_tokens=max_output_tokens,
     )
 
 
@@ -84,7 +110,7 @@ import math  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from typing import Any  # noqa: E402
 
-from amos.messages import TextPart, ToolCallPart, ToolResultPart  # noqa: E402
+from amos.messages import ToolCallPart, ToolResultPart  # noqa: E402
 
 DEFAULT_WINDOW_TOKENS = 32_000
 """Window used when neither the config nor the model table knows the model (tokens)."""

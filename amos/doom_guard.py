@@ -20,6 +20,7 @@ from amos.policy.doom_loop import (
     resolve_doom_loop_option,
     resolve_loop_key_material,
 )
+from amos.policy.doom_loop_stream import TextStreamWatch
 
 log = logging.getLogger("amos.doom_loop")
 
@@ -135,6 +136,19 @@ class DoomLoopGuard:
         if verdict is not None:
             self._note(verdict)
         return verdict
+
+    def stream_watch(self) -> TextStreamWatch | None:
+        """A watch for the next streamed response (None when text detection is off):
+        its ``feed`` returns the ``text-repetition`` verdict once the ladder says stop."""
+        text = self.monitor.config.text
+        if not text.enabled:
+            return None
+        return TextStreamWatch(self.monitor.preview_text_repetition, text.max_window_tokens)
+
+    def stream_stopped(self, verdict: DoomLoopVerdict) -> None:
+        """The ``stop`` verdict a stream watch stopped a response on: noted and armed like
+        a verdict of a finished turn (the text streak is not counted: the turn is partial)."""
+        self._note(verdict)
 
     def _note(self, verdict: DoomLoopVerdict) -> None:
         self.last_verdict = verdict

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_serializer, model_validator
 
 
 class _Frozen(BaseModel):
@@ -100,12 +100,25 @@ class Message(_Frozen):
             compaction summary standing for older messages) — host messages are
             labelled so model text can never pass for them.
         provider_details: provider leftovers for the whole message.
+        partial: why an assistant turn is incomplete — ``error`` (the provider failed
+            mid-stream), ``cancelled`` (Ctrl+C or the run's time limit) or ``doom_loop``
+            (the ladder stopped a runaway stream) — or None for a whole turn (issue 23).
+            A partial turn keeps only its text (masked, as streamed); requests carry it
+            marked incomplete (:func:`amos.context.build_request`). Saved only when set.
     """
 
     role: Literal["user", "assistant", "tool"]
     parts: tuple[Part, ...] = ()
     kind: Literal["prompt", "feedback", "summary", "turn", "result"] = "prompt"
     provider_details: dict[str, Any] | None = None
+    partial: Literal["error", "cancelled", "doom_loop"] | None = None
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and self.partial is None:
+            data.pop("partial", None)  # present only when set: whole turns keep the session shape
+        return data
 
     @property
     def text(self) -> str:
@@ -133,6 +146,10 @@ class Message(_Frozen):
         return cls(role="tool", parts=(result,), kind="result")
 
 
+MIN_RATE_S = 0.1
+"""Least generation time a tokens-per-second figure is given for (seconds)."""
+
+
 class Usage(BaseModel):
     """Token usage, added up across model calls (STYLE.md §4).
 
@@ -148,6 +165,13 @@ class Usage(BaseModel):
         estimated: True when some counted call's tokens come from amos's offline
             estimator because the provider reported no usage (the counts stay integers;
             screens show them with ``~``) — issue 16 "Unknown usage is unknown".
+        generation_s: seconds the timed model calls spent producing their output: from
+            the first streamed text delta to the end of each call, or the whole call when
+            fewer than two text deltas came (a non-streamed reply, a tool-call-only turn).
+        generated_tokens: output tokens of those timed calls (tokens; estimated ones too).
+
+    ``output_tokens_per_s`` (:attr:`output_tokens_per_s`) is derived, and saved with the
+    two timing fields only once it can be given (issue 23: local users want the speed).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -162,13 +186,38 @@ class Usage(BaseModel):
     model_calls: int = 0
     cost_usd: float | None = None
     estimated: bool = False
+    generation_s: float = 0.0
+    generated_tokens: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "output_tokens_per_s" in data:
+            data = {k: v for k, v in data.items() if k != "output_tokens_per_s"}  # derived, not stored
+        return data
 
     @model_serializer(mode="wrap")
     def _serialize(self, handler: Any) -> Any:
         data = handler(self)
-        if isinstance(data, dict) and not self.estimated:
-            data.pop("estimated", None)  # present only when true: the shape stays what scripts parse
+        if isinstance(data, dict):
+            if not self.estimated:
+                data.pop("estimated", None)  # present only when true: the shape stays what scripts parse
+            rate = self.output_tokens_per_s
+            if rate is None:
+                data.pop("generation_s", None)
+                data.pop("generated_tokens", None)
+            else:
+                data["generation_s"] = round(self.generation_s, 3)
+                data["output_tokens_per_s"] = rate
         return data
+
+    @property
+    def output_tokens_per_s(self) -> float | None:
+        """Output tokens per second of the timed calls (one decimal), or None while under
+        :data:`MIN_RATE_S` of generation was timed (an offline script's instant replies)."""
+        if self.generation_s < MIN_RATE_S or self.generated_tokens <= 0:
+            return None
+        return round(self.generated_tokens / self.generation_s, 1)
 
     @property
     def total_tokens(self) -> int:
@@ -182,6 +231,8 @@ class Usage(BaseModel):
         self.cached_tokens += other.cached_tokens
         self.reasoning_tokens += other.reasoning_tokens
         self.model_calls += other.model_calls
+        self.generation_s += other.generation_s
+        self.generated_tokens += other.generated_tokens
         if other.cost_usd is not None:
             self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
         self.estimated = self.estimated or other.estimated
@@ -192,6 +243,8 @@ class Usage(BaseModel):
         if self.cost_usd is not None:
             delta.cost_usd = self.cost_usd - (start.cost_usd or 0.0)
         delta.estimated = self.estimated
+        delta.generation_s = max(0.0, self.generation_s - start.generation_s)
+        delta.generated_tokens = max(0, self.generated_tokens - start.generated_tokens)
         return delta
 
 

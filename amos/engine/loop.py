@@ -31,13 +31,13 @@ from amos.engine.context_budget import reported_usage
 from amos.engine.doom import DoomGate
 from amos.engine.durability import DurabilityGate
 from amos.engine.gates import Gate
-from amos.engine.model import Turn, assistant_message, stream_turn
+from amos.engine.model import Turn, assistant_message, stream_turn, timed
 from amos.engine.permissions import PermissionGate
 from amos.engine.policy_gate import PolicyGate
 from amos.engine.state import END, RunState
 from amos.engine.tool_round import OutcomeRecorder, ToolRound
 from amos.events import Notice, RunEvent, RunStarted, StepStarted, TextDelta
-from amos.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from amos.messages import Message, ToolCallPart, ToolResultPart
 from amos.providers.common import scrub
 from amos.sessions import PendingApproval
 
@@ -284,7 +284,9 @@ class TurnLoop:
             estimated = engine.context.measure().total
             request = build_request(engine.instructions.text(), transcript.messages, engine.tools.specs())
             used = {c.call_id for m in transcript.messages for c in m.tool_calls}
-            turn = await stream_turn(run, provider, request, engine.masker, used)
+            watch = self.doom.stream_watch() if self.doom is not None else None
+            turn = await stream_turn(run, provider, request, engine.masker, used,
+                                     watch=watch.feed if watch is not None else None)
             if transcript.session.provider_state:
                 transcript.fields("provider_state")  # the scripted provider's position
             error = turn.error
@@ -294,26 +296,43 @@ class TurnLoop:
             if await engine.context.recover_overflow(run, provider, str(error)) is None:
                 break
             run.record.usage.model_calls += 1  # the attempt that failed; the next one is made now
-        if turn.error is not None:
-            if turn.text:
-                transcript.append(Message(role="assistant", kind="turn", parts=(TextPart(text=turn.text),)))
-            run.record.usage.model_calls += 1
-            hint = f"; {engine.context.overflow_hint()}" if turn.error.kind == "context_length" else ""
-            run.stop("provider_error", turn.error.kind,
-                     f"the model call failed ({turn.error.kind}): {turn.error}{hint}")
+        if turn.partial is not None:
+            self._record_partial(turn, estimated)
+            if turn.cancelled:
+                raise asyncio.CancelledError  # the partial turn is kept; the run stops user_abort / timeout
+            if turn.error is not None:
+                hint = f"; {engine.context.overflow_hint()}" if turn.error.kind == "context_length" else ""
+                run.stop("provider_error", turn.error.kind,
+                         f"the model call failed ({turn.error.kind}): {turn.error}{hint}")
+            elif self.doom is not None:
+                self.doom.stream_stopped(run, turn.stopped_by)
             return None
         if turn.finish is None:
             run.stop("provider_error", "bad_response", "the model stream ended without a finish reason")
             return None
         message = assistant_message(turn)
-        usage = (reported_usage(turn.finish) if turn.finish.usage_reported
-                 else engine.context.estimated_usage(estimated, message))  # the provider said nothing
+        usage = timed((reported_usage(turn.finish) if turn.finish.usage_reported
+                       else engine.context.estimated_usage(estimated, message)), turn)  # the provider said nothing
         run.record.usage.add(engine.context.record_call(usage, run.turn_model, "turn", estimated))
         transcript.append(message)
         run.record.output_text = turn.text
         run.finish_detail = turn.finish.refusal or turn.finish.detail
         run.open_calls = list(turn.calls)
         return turn
+
+    def _record_partial(self, turn: Turn, estimated: int) -> None:
+        """A turn cut short (issue 23): its text kept, masked, marked partial; one model call
+        counted (its tokens estimated when text came) — never twice, never none."""
+        engine, run = self.engine, self.run
+        if not turn.text:
+            run.record.usage.model_calls += 1  # nothing came back: a call, with no tokens to count
+            return
+        message = assistant_message(turn)
+        engine.transcript.append(message)
+        usage = timed(engine.context.estimated_usage(estimated, message), turn)
+        run.record.usage.add(engine.context.record_call(usage, run.turn_model, "turn", estimated))
+        if turn.partial == "doom_loop":  # the answer the ladder stopped; a failed call has none
+            run.record.output_text = turn.text
 
     def _turn_stops_run(self, turn: Turn) -> bool:
         """The doom-loop text score, and the finish reasons that end the run."""

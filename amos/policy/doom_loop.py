@@ -502,27 +502,54 @@ class DoomLoopMonitor:
             self._warn(f"doom_loop: internal error scoring assistant text: {exc!r}")
             return None
 
+    def preview_text_repetition(self, text: str) -> DoomLoopVerdict | None:
+        """The ``text-repetition`` verdict ``text`` would get, changing no state.
+
+        For text still streaming (issue 23): the caller scores the tail so far and stops
+        the stream when this says ``stop``; the cross-turn ``text-streak`` is not
+        consulted (it needs the whole turn). Never raises.
+
+        Args:
+            text: Assistant text so far (a bounded tail is enough: only the last
+                ``64 × max_window_tokens`` UTF-16 units are ever scanned).
+
+        Returns:
+            The verdict, or None when text detection is disabled, nothing repeats, or
+            no rung is reached.
+        """
+        if not self.config.text.enabled or not isinstance(text, str):
+            return None
+        try:
+            return self._repetition_verdict(normalize_text(text), self.can_escalate())
+        except Exception as exc:  # no internal error fails a run
+            self._warn(f"doom_loop: internal error scoring streamed text: {exc!r}")
+            return None
+
+    def _repetition_verdict(self, normalized: str, allow_escalate: bool) -> DoomLoopVerdict | None:
+        repetition = detect_text_repetition(normalized, self.config.text) if normalized else None
+        if repetition is None:
+            return None
+        action = _first_reached(self._rungs, repetition.repeats, False, allow_escalate)
+        if action is None:
+            return None
+        sample = repetition.sample
+        shown = sample if len(sample) <= 200 else sample[:200] + "…"
+        return DoomLoopVerdict(
+            "text-repetition",
+            action,
+            repetition.repeats,
+            fingerprint_key_material(sample),
+            None,
+            f'Doom loop suspected: the response repeats "{shown}" {repetition.repeats} '
+            "times in a row. Stop repeating and take a different approach.",
+        )
+
     def _score_text(self, text: str) -> DoomLoopVerdict | None:
         normalized = normalize_text(text)
         if not normalized:
             return None
         allow_escalate = self.can_escalate()
-        within = None
-        repetition = detect_text_repetition(normalized, self.config.text)
-        if repetition is not None:
-            action = _first_reached(self._rungs, repetition.repeats, False, allow_escalate)
-            if action is not None:
-                sample = repetition.sample
-                shown = sample if len(sample) <= 200 else sample[:200] + "…"
-                within = DoomLoopVerdict(
-                    "text-repetition",
-                    action,
-                    repetition.repeats,
-                    fingerprint_key_material(sample),
-                    None,
-                    f'Doom loop suspected: the response repeats "{shown}" {repetition.repeats} '
-                    "times in a row. Stop repeating and take a different approach.",
-                )
+        within = self._repetition_verdict(normalized, allow_escalate)
         fingerprint = fingerprint_key_material(normalized)
         prev = self._text
         streak = (

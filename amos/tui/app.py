@@ -293,7 +293,8 @@ class AmosApp(App[int]):
             tokens_in=usage.input_tokens, tokens_out=usage.output_tokens,
             cost_usd=usage.cost_usd if self._show_cost() else None,
             phase=status_phase(self._state, self._phase, verdict), saved=self._saves.marker(runner),
-            check=check.summary, check_source=check.source, tokens_estimated=usage.estimated)
+            check=check.summary, check_source=check.source, tokens_estimated=usage.estimated,
+            tokens_per_s=usage.output_tokens_per_s)
         if panel:
             self._schedule_panel()
 

@@ -82,6 +82,8 @@ class Status:
         check_source: where it came from: ``flag``, ``session``, ``config`` or ``none``.
         tokens_estimated: some counts are amos's estimate (the provider reported no
             usage): shown with ``~``.
+        tokens_per_s: the session's output tokens per second (``Usage.output_tokens_per_s``),
+            or None when not measured (issue 23).
     """
 
     model: str = ""
@@ -102,6 +104,7 @@ class Status:
     check: str = ""
     check_source: str = "none"
     tokens_estimated: bool = False
+    tokens_per_s: float | None = None
 
 
 def status_phase(state: str, announced: str | None, last_verdict: str | None) -> str | None:
@@ -145,7 +148,18 @@ def _usage_variants(s: Status) -> list[str]:
         f" · ${s.cost_usd:.4f}" if s.cost_usd is not None else ""
     about = "~" if s.tokens_estimated else ""
     full = f"{about}{format_tokens(s.tokens_in)} in / {about}{format_tokens(s.tokens_out)} out tok{cost}"
-    return [full, f"{about}{format_tokens(s.tokens_in + s.tokens_out)} tok{cost}", ""]
+    short = f"{about}{format_tokens(s.tokens_in + s.tokens_out)} tok{cost}"
+    if s.tokens_per_s is None:
+        return [full, short, ""]
+    rate = f" · {about}{format_rate(s.tokens_per_s)} tok/s"
+    return [full + rate, short + rate, short, ""]
+
+
+def format_rate(per_s: float) -> str:
+    """Tokens per second for people: ``8.4``, ``35``, ``1.2k``."""
+    if per_s >= 1000:
+        return format_tokens(int(per_s))
+    return f"{per_s:.1f}" if per_s < 10 else f"{per_s:.0f}"
 
 
 def _check_variants(s: Status) -> list[str]:
