@@ -32,6 +32,7 @@ from amos.slash.files import (
 from amos.slash.mcp import MCP_PREFIX, MCP_USAGE, mcp_command, mcp_prompt_result, prompt_rows
 from amos.slash.parser import parse_line, split_tokens
 from amos.slash.permissions import PERMISSIONS_USAGE, PLAN_USAGE, permissions_command, plan_command
+from amos.verdicts import command_exit_code
 
 
 @dataclass
@@ -63,8 +64,9 @@ class SlashResult:
 
     @property
     def exit_code(self) -> int:
-        """0 on success, 1 when the command ran and failed."""
-        return 0 if self.ok else 1
+        """0 on success; when the command ran and failed, 9 for a refused task edit, 10
+        for a disabled feature, else 1 (:func:`amos.verdicts.command_exit_code`)."""
+        return 0 if self.ok else command_exit_code((self.error or {}).get("code"))
 
     def to_json(self, session_id: str) -> dict[str, Any]:
         """The ``--json`` shape of spec/cli.md "``--json`` output of a slash command"."""
