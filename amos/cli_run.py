@@ -8,6 +8,7 @@ exactly one JSON object on stdout (spec/cli.md).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -310,13 +311,26 @@ def _run_line(runner: Any, line: str, fmt: str, quiet: bool, ask: bool = False) 
                                             model=runner.model_spec))
     elif result.ok:
         if result.text and not quiet:
-            print(printable(result.text))
+            print(printable(without_json_block(result.text)))
     else:
         print(printable(f"amos: {result.text}"), file=sys.stderr)
     return result.exit_code
 
 
 _REAL_STDOUT: list[TextIO] = []
+
+
+def without_json_block(text: str) -> str:
+    """A command's text for a shell: the summary without the JSON block the TUI folds
+    away (``/context loop``, ``/policy``); the data itself is ``--json``'s."""
+    start = text.find("\n{")
+    if start < 0 or not text.rstrip().endswith("}"):
+        return text
+    try:
+        json.loads(text[start + 1:])
+    except ValueError:
+        return text
+    return text[:start] + "\n(the data: --json)"
 
 
 def _out() -> TextIO:

@@ -182,3 +182,56 @@ def test_short_flags_are_the_long_ones(tmp_path):
     assert result.exit_code == 2 and "new-one" in result.stderr  # -s names a session that must exist
     result = cli("run", "-m", f"scripted:{script}", "--workspace", str(ws), "-y", "-q", "go")
     assert result.exit_code == 0 and result.stdout == "wrote\n" and (ws / "a.txt").read_text() == "x"
+
+
+# ---------------------------------------------------------------------------- first-hour snags
+
+
+def test_config_check_reports_every_error_at_once(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"model": 5, "bogus": 1, "run": {"max_steps": -1}}))
+    result = cli("config", "check", str(bad))
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 3 and all(line.startswith(f"amos: {bad}: ") for line in lines)
+    assert any("run.max_steps" in line for line in lines) and any('"bogus"' in line for line in lines)
+
+
+def test_no_model_message_names_the_untrusted_project_file(tmp_path, monkeypatch):
+    project = _ws(tmp_path, "proj")
+    (project / "amos.json").write_text(json.dumps({"model": "openai:gpt-4o-mini"}))
+    monkeypatch.chdir(project)
+    result = cli("run", "hi")
+    assert result.exit_code == 2 and "no model chosen" in result.stderr
+    assert "./amos.json: not trusted" in result.stderr and "amos config trust" in result.stderr
+
+
+def _session(tmp_path: Path, *extra: str) -> str:
+    script = write_script(tmp_path, [{"text": "ok"}])
+    _, doc = cli_json("run", "--script", str(script), "--workspace", str(_ws(tmp_path)), *extra, "hello")
+    return doc["session_id"]
+
+
+def test_policy_and_context_loop_print_a_summary_and_leave_json_to_json(tmp_path):
+    sid = _session(tmp_path)
+    policy = cli("run", "--session", sid, "/policy")
+    assert policy.exit_code == 0 and "timeout - s" not in policy.stdout and "{" not in policy.stdout
+    loop = cli("run", "--session", sid, "/context loop")
+    assert loop.exit_code == 0 and loop.stdout.startswith("phase complete") and '"phase"' not in loop.stdout
+    code, doc = cli_json("run", "--session", sid, "/context loop")
+    assert code == 0 and doc["result"]["phase"] == "complete"
+
+
+def test_task_note_short_form_adds_a_constraint_and_shows_only_that_note(tmp_path):
+    cfg = tmp_path / "tasks.json"
+    cfg.write_text(json.dumps({"task_state": {"enabled": True}}))
+    sid = _session(tmp_path, "--config", str(cfg))
+    strict = cli("run", "--session", sid, "--config", str(cfg), '/context task add "keep the API stable"')
+    assert strict.exit_code == 2 and "/context task note TEXT" in strict.stderr
+    first = cli("run", "--session", sid, "--config", str(cfg), '/context task note "keep the API stable"')
+    assert first.exit_code == 0, first.stderr
+    assert "n1 [constraint, active] keep the API stable" in first.stdout
+    code, doc = cli_json("run", "--session", sid, "--config", str(cfg), "/context task note no new deps")
+    assert code == 0 and [n["id"] for n in doc["result"]["changed"]] == ["n2"]
+    text = cli("run", "--session", sid, "--config", str(cfg), "/context task note third")
+    assert "keep the API stable" not in text.stdout and "n3 [constraint, active] third" in text.stdout

@@ -444,7 +444,7 @@ def _policy(runner: Any, rest: str, line: str) -> SlashResult:
              f"doom loop: {'configured' if data['doom_loop'] else 'off'}",
              f"completion check: {data['verify'] or 'none'}",
              f"limits: max_steps {data['max_steps']}, token_budget {data['token_budget'] or '-'}, "
-             f"timeout {data['timeout_s'] or '-'} s",
+             + (f"timeout {data['timeout_s']} s" if data["timeout_s"] else "no run timeout"),
              f"approvals owner: {data['approvals_owner'] or '- (pauses are WAITING_UNROUTED)'}",
              _json_block(data)]
     return SlashResult(command=line, result=data, text="\n".join(lines))
@@ -497,6 +497,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
             "overview: model, context estimate, usage; /context loop shows loop diagnostics", _context,
             details=("/context loop\n"
                      "/context task                                   the task view and its revision\n"
+                     "/context task note TEXT…                         a constraint at the current revision "
+                     "(id generated)\n"
                      "/context task add REV CATEGORY ID TEXT…          CATEGORY: objective constraint decision "
                      "question artifact\n"
                      "/context task correct REV OLD_ID NEW_ID TEXT…\n"
