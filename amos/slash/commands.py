@@ -46,7 +46,7 @@ class SlashResult:
         error: ``{"code", "message"}`` when not ok.
         text: a rendering for people (plain text; JSON blocks where useful).
         action: what the front end should do next: ``quit``, ``clear``,
-            ``load_session`` (``action_arg`` is the id), ``prompt`` (a custom
+            ``load_session`` (``action_arg`` is the id), ``new_session``, ``prompt`` (a custom
             command: run ``action_arg``, the expanded prompt, exactly as if it had been
             typed as a prompt), ``files`` (``/undo``, ``/rewind N``, ``/diff``: ``run_line``
             awaits the host for the final result), ``reload_session`` or None.
@@ -487,6 +487,17 @@ def _clear(runner: Any, rest: str, line: str) -> SlashResult:
     return SlashResult(command=line, result={}, text="", action="clear")
 
 
+def _new(runner: Any, rest: str, line: str) -> SlashResult:
+    if rest.strip():
+        raise SlashCommandError("/new takes no arguments", usage="/new")
+    if runner.is_running:
+        return _failed(line, "BUSY", "a run is active; /new works between runs")
+    return SlashResult(command=line, result={"previous_session": runner.session_id},
+                       text=f"a new session starts (session {runner.session_id} stays saved: "
+                            f"/session load {runner.session_id} reopens it); in a shell every `amos run` "
+                            "without --session or -c is a new session", action="new_session")
+
+
 def _quit(runner: Any, rest: str, line: str) -> SlashResult:
     return SlashResult(command=line, result={}, text="bye", action="quit")
 
@@ -547,6 +558,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
     Command("diff", DIFF_USAGE, "show what the agent changed in the files (latest run, or since checkpoint N)",
             diff_command, details=DIFF_DETAILS),
     Command("clear", "/clear", "clear the screen (not the session)", _clear),
+    Command("new", "/new", "start a fresh session (same model and workspace; this one stays saved)", _new),
     Command("quit", "/quit", "save (if autosave) and exit", _quit),
 ]}
 

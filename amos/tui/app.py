@@ -510,6 +510,9 @@ class AmosApp(App[int]):
             return
         if result.action == "clear":
             await conv.clear()
+        elif result.action == "new_session":
+            await self.sessions.new_session()
+            return
         elif result.action == "quit":
             await self.quit_app(save=True)
             return
