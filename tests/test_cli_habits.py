@@ -6,6 +6,7 @@ Everything goes through the real CLI (typer's runner) on the scripted provider.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -235,3 +236,21 @@ def test_task_note_short_form_adds_a_constraint_and_shows_only_that_note(tmp_pat
     assert code == 0 and [n["id"] for n in doc["result"]["changed"]] == ["n2"]
     text = cli("run", "--session", sid, "--config", str(cfg), "/context task note third")
     assert "keep the API stable" not in text.stdout and "n3 [constraint, active] third" in text.stdout
+
+
+def test_demo_copies_live_under_the_data_folder_and_old_ones_are_pruned(amos_home):
+    from amos import paths
+    from amos.engine.options import DEMO_COPIES_KEPT
+
+    root = paths.ensure_dir(paths.demo_dir())
+    for i in range(DEMO_COPIES_KEPT + 5):
+        old = root / f"amos-demo-old{i:02d}"
+        old.mkdir()
+        os.utime(old, (1_000_000 + i, 1_000_000 + i))
+    result = cli("run", "--demo")
+    assert result.exit_code == 0
+    shown = re.search(r"amos: demo workspace: (\S+)", result.stderr)
+    assert shown and Path(shown.group(1)).parent == root  # it still says where the copy is
+    copies = sorted(p.name for p in root.glob("amos-demo-*"))
+    assert len(copies) == DEMO_COPIES_KEPT and "amos-demo-old00" not in copies
+    assert f"amos-demo-old{DEMO_COPIES_KEPT + 4:02d}" in copies
