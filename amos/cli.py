@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
 from amos import __version__
 from amos.cli_checkpoints import register as register_checkpoints
@@ -21,8 +22,56 @@ from amos.cli_mcp import mcp_app
 from amos.cli_sessions import sessions_app
 from amos.safe_text import printable
 
+
+class _PromptGroup(TyperGroup):
+    """The ``amos`` group: a first word that is not a subcommand starts a prompt.
+
+    ``amos "fix the test"`` opens the TUI with that prompt sent; ``amos -p "…"`` is a
+    one-shot run; ``amos -- TEXT`` always sends TEXT (``amos -- sessions``); a word equal
+    to a subcommand's name runs the subcommand. The prompt goes to the callback in
+    ``ctx.meta["amos.prompt"]``.
+    """
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        """Take the prompt words out of ``args`` before click sees them."""
+        takes_value = {name for param in self.params if param.param_type_name == "option"
+                       and not getattr(param, "is_flag", False) and not getattr(param, "count", False)
+                       for name in param.opts}
+        printing = False
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--":
+                ctx.meta["amos.prompt"] = " ".join(args[i + 1:]) or None
+                args = args[:i]
+                break
+            if arg.startswith("-") and arg != "-":
+                printing = printing or arg in ("-p", "--print")
+                i += 2 if arg in takes_value else 1
+                continue
+            if arg in self.commands and not printing:
+                break  # a subcommand: everything after it is its own
+            words, rest, j = [], list(args[:i]), i
+            while j < len(args):
+                word = args[j]
+                if word == "--":
+                    words += args[j + 1:]
+                    break
+                if word.startswith("-") and word != "-":
+                    rest += args[j:j + 2] if word in takes_value else [word]
+                    j += 2 if word in takes_value else 1
+                    continue
+                words.append(word)
+                j += 1
+            ctx.meta["amos.prompt"] = " ".join(words)
+            args = rest
+            break
+        return super().parse_args(ctx, args)
+
+
 app = typer.Typer(
     name="amos",
+    cls=_PromptGroup,
     help=(
         "amos — a terminal agent shell that can prove why it stopped.\n\n"
         "The options below start the interactive TUI; `amos run --help` lists the options of a\n"
@@ -30,7 +79,12 @@ app = typer.Typer(
         "Examples:\n\n"
         "\b\n"
         "  amos                            # TUI (offline demo mode when no model is configured)\n"
+        "  amos \"what is in this repo?\"    # TUI with that prompt sent\n"
+        "  amos -c                         # TUI on the latest session of this workspace\n"
         "  amos --session my-work          # reopen a saved session in the TUI\n"
+        "  amos -p \"what is here?\" -m openai:gpt-4o-mini   # one-shot run (like `amos run`)\n"
+        "  amos -c -p \"now add a test\" --output-format stream-json\n"
+        "  amos -- sessions                # send the word as a prompt, not the subcommand\n"
         "  amos run --demo                 # offline demo: fix a tiny project, verified\n"
         "  amos run --script s.json \"fix it\" --workspace ./proj --verify \"python3 -m pytest -q\"\n"
         "  amos sessions list              # saved sessions, newest first\n"
@@ -50,19 +104,26 @@ app.add_typer(mcp_app, name="mcp", help="List MCP servers and their tools; check
 app.command("diff")(diff_command)
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (overrides user and project config).")]
-ModelOpt = Annotated[str | None, typer.Option("--model", help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini, scripted:PATH.")]
+ModelOpt = Annotated[str | None, typer.Option("-m", "--model", help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini, scripted:PATH.")]
 BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="API base URL (local servers, proxies).")]
 ScriptOpt = Annotated[Path | None, typer.Option("--script", help="Shorthand for --model scripted:PATH.")]
 WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace", help="Root the file tools are confined to.")]
-SessionOpt = Annotated[str | None, typer.Option("--session", help="Resume this session (id or name).")]
+SessionOpt = Annotated[str | None, typer.Option("-s", "--session", help="Resume this session (id, name or "
+                                                                            "'latest', the newest anywhere).")]
+ContinueOpt = Annotated[bool, typer.Option("-c", "--continue", help="Continue the most recent session of this "
+                                                                    "workspace (--workspace, else this folder).")]
 MaxStepsOpt = Annotated[int | None, typer.Option("--max-steps", min=1, help="Step cap (model calls) for this run.")]
 VerifyOpt = Annotated[str | None, typer.Option("--verify", help="Completion check: complete only when CMD exits 0 "
                                                                 "('human': a person confirms). Remembered by the session.")]
 NoVerifyOpt = Annotated[bool, typer.Option("--no-verify", help="Forget the completion check the session remembers.")]
-YesOpt = Annotated[bool, typer.Option("--yes", help="Approve every call that would ask (never overrides deny).")]
+YesOpt = Annotated[bool, typer.Option("-y", "--yes", help="Approve every call that would ask (never overrides deny).")]
 NoSaveOpt = Annotated[bool, typer.Option("--no-save", help="Do not write the session.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", help="Print nothing but the final answer.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout "
+                                                      "(--output-format json).")]
+OutputOpt = Annotated[str | None, typer.Option(
+    "--output-format", metavar="FORMAT", help="text (the answer; default), json (one JSON object) or stream-json "
+                                              "(one JSON object per line as the run goes, the result last).")]
+QuietOpt = Annotated[bool, typer.Option("-q", "--quiet", help="Print nothing but the final answer (no progress).")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", help="Write a debug log to the data directory.")]
 SandboxOpt = Annotated[str | None, typer.Option(
     "--sandbox", metavar="MODE", help="Where commands run: workspace-write (default where bubblewrap works), "
@@ -91,12 +152,15 @@ def _version(value: bool) -> None:
 @app.callback(invoke_without_command=True)
 def main_callback(
     ctx: typer.Context,
+    print_: Annotated[bool, typer.Option("-p", "--print", help="One-shot run of PROMPT (or piped stdin), as "
+                                                              "`amos run`; prints the answer and exits.")] = False,
     config: ConfigOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     script: ScriptOpt = None,
     workspace: WorkspaceOpt = None,
     session: SessionOpt = None,
+    continue_last: ContinueOpt = False,
     max_steps: MaxStepsOpt = None,
     verify: VerifyOpt = None,
     no_verify: NoVerifyOpt = False,
@@ -107,23 +171,40 @@ def main_callback(
     plan: PlanOpt = False,
     allow: AllowOpt = None,
     deny: DenyRuleOpt = None,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
+    quiet: QuietOpt = False,
+    no_ask: NoAskOpt = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ) -> None:
-    """Start the interactive TUI, or run a subcommand."""
+    """Start the interactive TUI (with PROMPT sent, when given), run one prompt with -p, or run a subcommand."""
     from amos.cli_flags import RunFlags
 
     flags = RunFlags(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
                      session=session, max_steps=max_steps, verify=verify, no_verify=no_verify, yes=yes, no_save=no_save,
-                     verbose=verbose, sandbox=sandbox, plan=plan, allow=tuple(allow or ()), deny=tuple(deny or ()))
+                     verbose=verbose, sandbox=sandbox, plan=plan, allow=tuple(allow or ()), deny=tuple(deny or ()),
+                     no_ask=no_ask, continue_last=continue_last)
+    one_shot = {"--print": print_, "--json": json_out, "--output-format": output, "--quiet": quiet}
     if ctx.invoked_subcommand is not None:
-        given = flags.given()
+        given = flags.given() + [name for name, value in one_shot.items() if value]
         if given:
             sub = ctx.invoked_subcommand
             where = f"amos {sub} COMMAND {given[0]} …" if sub in _GROUPS else f"amos {sub} {given[0]} …"
             typer.echo(f"amos: {given[0]} goes after the subcommand: {where}", err=True)
             raise typer.Exit(2)
         return
+    prompt = ctx.meta.get("amos.prompt")
+    if print_:
+        from amos.cli_run import cli_run
+
+        raise typer.Exit(cli_run(prompt=prompt, demo=False, flags=flags, json_out=json_out, quiet=quiet,
+                                 output=output))
+    misplaced = [name for name, value in one_shot.items() if value] + (["--no-ask"] if no_ask else [])
+    if misplaced:
+        typer.echo(f"amos: {misplaced[0]} belongs to a one-shot run: amos -p \"PROMPT\" {misplaced[0]} … "
+                   f"(or amos run \"PROMPT\" {misplaced[0]} …)", err=True)
+        raise typer.Exit(2)
     from amos.cli_run import setup_logging
     from amos.errors import AmosError
 
@@ -132,7 +213,7 @@ def main_callback(
         options = flags.options(interactive=True, require_model=False)
         from amos.tui.app import run_tui
 
-        code = run_tui(options)
+        code = run_tui(options, first_line=prompt)
     except AmosError as exc:
         typer.echo(printable(f"amos: {exc}"), err=True)
         raise typer.Exit(exc.exit_code) from None
@@ -149,12 +230,14 @@ def run_command(
     script: ScriptOpt = None,
     workspace: WorkspaceOpt = None,
     session: SessionOpt = None,
+    continue_last: ContinueOpt = False,
     max_steps: MaxStepsOpt = None,
     verify: VerifyOpt = None,
     no_verify: NoVerifyOpt = False,
     yes: YesOpt = False,
     no_save: NoSaveOpt = False,
     json_out: JsonOpt = False,
+    output: OutputOpt = None,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
     sandbox: SandboxOpt = None,
@@ -173,6 +256,8 @@ def run_command(
 
     \b
       amos run --demo --json
+      amos run --demo --output-format stream-json       # one JSON event per line, the result last
+      amos run -c "and now the docs" -y -q             # continue this workspace's latest session
       amos run --script examples/hello/script.json --workspace examples/hello/workspace "what is here?"
       amos run --session latest "now add a test" --verify "python3 -m unittest"
       echo "summarise README.md" | amos run --script my-script.json
@@ -191,8 +276,8 @@ def run_command(
     flags = RunFlags(config=config, model=model, base_url=base_url, script=script, workspace=workspace,
                      session=session, max_steps=max_steps, verify=verify, no_verify=no_verify, yes=yes, no_save=no_save,
                      verbose=verbose, sandbox=sandbox, plan=plan, allow=tuple(allow or ()), deny=tuple(deny or ()),
-                     no_ask=no_ask)
-    raise typer.Exit(cli_run(prompt=prompt, demo=demo, flags=flags, json_out=json_out, quiet=quiet))
+                     no_ask=no_ask, continue_last=continue_last)
+    raise typer.Exit(cli_run(prompt=prompt, demo=demo, flags=flags, json_out=json_out, quiet=quiet, output=output))
 
 
 @app.command("resume")
@@ -217,6 +302,7 @@ def resume_command(
     yes: YesOpt = False,
     no_save: NoSaveOpt = False,
     json_out: JsonOpt = False,
+    output: OutputOpt = None,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
     sandbox: SandboxOpt = None,
@@ -246,7 +332,7 @@ def resume_command(
                      verbose=verbose, sandbox=sandbox, no_ask=no_ask)
     raise typer.Exit(cli_resume(session_id=session_id, approve=approve or [], deny=deny or [], reason=reason,
                                 approve_all=approve_all, confirm=confirm, reject=reject, flags=flags,
-                                json_out=json_out, quiet=quiet))
+                                json_out=json_out, quiet=quiet, output=output))
 
 
 def main() -> None:

@@ -47,8 +47,9 @@ def _command_edge() -> Iterator[None]:
     try:
         yield
     except (AmosError, OSError) as exc:
-        message = " ".join(str(exc).split())
-        typer.echo(f"amos: {message}", err=True)
+        for error in [exc, *getattr(exc, "others", [])]:  # every error of an invalid file
+            message = " ".join(str(error).split())
+            typer.echo(f"amos: {message}", err=True)
         raise typer.Exit(2) from None
 
 
@@ -103,8 +104,8 @@ def check(
 ) -> None:
     """Validate a config file, or every config file in use; print "ok: PATH" lines.
 
-    An invalid file prints one line naming the file, the JSON path of the
-    bad field and what is accepted, and exits 2.
+    An invalid file prints one line per error, each naming the file, the JSON
+    path of the bad field and what is accepted, and exits 2.
 
     Examples:
 

@@ -11,7 +11,6 @@ import asyncio
 import json
 import logging
 import os
-import re
 import signal
 import sys
 from pathlib import Path
@@ -20,11 +19,21 @@ from typing import Any, TextIO
 from amos import aio
 from amos.cli_ask import TerminalAsker, can_ask
 from amos.cli_flags import RunFlags
+from amos.cli_output import (
+    command_document,
+    error_document,
+    event_line,
+    output_format,
+    pending_lines,
+    run_document,
+    write_line,
+)
 from amos.errors import AmosError, SlashCommandError, UsageError
 from amos.events import (
     ApprovalRequested,
     Notice,
     RunFinished,
+    StepStarted,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -35,8 +44,8 @@ from amos.render import (
     failing_output,
     files_changed_line,
     held_call_lines,
-    status_glyph,
     summary_line,
+    tool_line,
 )
 from amos.safe_text import printable
 
@@ -90,16 +99,26 @@ def read_prompt(prompt: str | None, stdin: TextIO) -> str:
 
 
 class Renderer:
-    """Renders run events for a terminal: progress on stderr, answer on stdout."""
+    """Renders run events: progress on stderr, the answer (or JSON) on stdout.
 
-    def __init__(self, *, json_out: bool, quiet: bool, err: TextIO, out: TextIO):
-        self.json_out = json_out
+    ``fmt`` is the output format (:data:`amos.cli_output.OUTPUT_FORMATS`). On a terminal
+    (text format) the run streams live on stderr; when stderr is not a terminal (CI logs)
+    one line per step and per tool call shows the run is alive; ``quiet`` silences both.
+    ``stream-json`` writes every event to stdout as one JSON line instead.
+    """
+
+    def __init__(self, *, fmt: str = "text", quiet: bool, err: TextIO, out: TextIO):
+        self.fmt = fmt
+        self.json_out = fmt != "text"
+        self.stream = fmt == "stream-json"
         self.quiet = quiet
         self.err = err
         self.out = out
-        self.progress = (not json_out and not quiet) and err.isatty()
+        self.progress = fmt == "text" and not quiet and err.isatty()
+        self.plain = not quiet and not self.stream and not self.progress
         self.asking = False  # approvals are asked at the terminal (the asker prints them)
         self._mid_line = False
+        self._step_text: list[str] = []  # the text streamed since the last step began
 
     def _line(self, text: str) -> None:
         if self._mid_line:
@@ -110,53 +129,65 @@ class Renderer:
 
     def event(self, event: Any) -> None:
         """Render one event (progress only; the final output comes from :meth:`finish`)."""
+        if self.stream:
+            line = event_line(event)
+            if line is not None:
+                write_line(self.out, line)
         if isinstance(event, Notice) and event.level == "error":  # stderr, also with --json
             self._line(f"amos: {event.text}")
             return
         if isinstance(event, Notice) and event.level == "warning" and not self.progress:
             self._line(f"amos: warning: {event.text}")  # e.g. held calls dropped by a new prompt
             return
+        if self.plain:
+            self._plain(event)
         if not self.progress:
             return
-        if isinstance(event, TextDelta):
+        if isinstance(event, StepStarted):
+            self._step_text = []
+        elif isinstance(event, TextDelta):
+            self._step_text.append(event.text)
             self.err.write(printable(event.text))
             self.err.flush()
             self._mid_line = not event.text.endswith("\n")
         elif isinstance(event, ToolCallStarted):
             self._line(f"  ⋯ {event.summary}")
         elif isinstance(event, ToolCallFinished):
-            glyph = status_glyph(event.status)
-            extra = f" — {event.error}" if event.error and event.status != "succeeded" else ""
-            line = f"  {glyph} {event.summary} [{event.status}, {event.duration_s:.2f} s]{extra}"
-            self._line(line if len(line) <= 300 else line[:299] + "…")
+            self._line(tool_line(event))
         elif isinstance(event, Notice):
             self._line(f"  ! {event.text}")
         elif isinstance(event, ApprovalRequested) and not self.asking:
             self._line(f"  ? approval needed: {event.summary}")
 
+    def _plain(self, event: Any) -> None:
+        """One line per step and per finished tool call, for a log that is not a terminal."""
+        if isinstance(event, StepStarted):
+            self._line(f"amos: step {event.step}/{event.max_steps}")
+        elif isinstance(event, ToolCallFinished):
+            self._line("amos: " + tool_line(event).lstrip())
+        elif isinstance(event, ApprovalRequested) and not self.asking:
+            self._line(f"amos: ? approval needed: {event.summary}")
+
     def finish(self, finished: RunFinished, session_id: str, signal_name: str | None,
-               held: list | None = None, claim: str | None = None) -> None:
+               held: list | None = None, claim: str | None = None, *, exit_code: int | None = None,
+               model: str | None = None) -> None:
         """Print the final answer or JSON document, and the stop summary (``held``: the
         host's held calls, for the resume hint; ``claim``: a completion claim waiting
-        for a person)."""
+        for a person; ``exit_code`` and ``model`` go into the JSON document)."""
+        if self.stream:
+            for line in pending_lines(finished, held, session_id):
+                write_line(self.out, line)
         if self.json_out:
-            doc = {
-                "session_id": session_id,
-                "session_path": finished.session_path,
-                "output_text": finished.output_text,
-                "stop": finished.receipt.model_dump(mode="json"),
-                "loop": finished.loop.model_dump(mode="json"),
-                "usage": finished.usage.model_dump(mode="json"),
-                "tool_calls": finished.tool_calls,
-                "files_changed": finished.files_changed,
-            }
-            self.out.write(json.dumps(doc, ensure_ascii=False) + "\n")
-            self.out.flush()
+            code = finished.receipt.exit_code if exit_code is None else exit_code
+            write_line(self.out, run_document(finished, session_id=session_id, model=model, exit_code=code,
+                                              held=held))
             return
         if self._mid_line:
             self.err.write("\n")
             self._mid_line = False
-        if finished.output_text:
+        streamed = "".join(self._step_text).strip()
+        shown = self.progress and self.out.isatty() and streamed == finished.output_text.strip()
+        if finished.output_text and not shown:  # on one terminal, the streamed answer is not printed twice
             # stdout may be a file or pipe a terminal shows later: escaped the same way
             self.out.write(printable(finished.output_text.rstrip("\n")) + "\n")
             self.out.flush()
@@ -232,21 +263,23 @@ def _exit_for(finished: RunFinished, signal_name: str | None) -> int:
     return receipt.exit_code
 
 
-def _render_run(runner: Any, events: Any, json_out: bool, quiet: bool, ask: bool = False) -> int:
-    """Consume a run's events with the terminal renderer; returns the exit code (``ask``:
-    approvals are asked at the terminal)."""
-    renderer = Renderer(json_out=json_out, quiet=quiet, err=sys.stderr, out=_out())
+def _render_run(runner: Any, events: Any, fmt: str, quiet: bool, ask: bool = False) -> int:
+    """Consume a run's events with the terminal renderer; returns the exit code (``fmt``:
+    the output format; ``ask``: approvals are asked at the terminal)."""
+    renderer = Renderer(fmt=fmt, quiet=quiet, err=sys.stderr, out=_out())
     asker = TerminalAsker(runner, sys.stderr) if ask else None
     renderer.asking = ask
     finished, sig = aio.run(_consume(runner, events, renderer, asker))
     if finished is None:
         print("amos: the run ended without a stop receipt", file=sys.stderr)
         return 8
-    renderer.finish(finished, runner.session_id, sig, runner.held_calls(), runner.pending_claim())
-    return _exit_for(finished, sig)
+    code = _exit_for(finished, sig)
+    renderer.finish(finished, runner.session_id, sig, runner.held_calls(), runner.pending_claim(),
+                    exit_code=code, model=runner.model_spec)
+    return code
 
 
-def _run_line(runner: Any, line: str, json_out: bool, quiet: bool, ask: bool = False) -> int:
+def _run_line(runner: Any, line: str, fmt: str, quiet: bool, ask: bool = False) -> int:
     """Run one typed line (a prompt, a slash command, a custom command) and render it."""
     from amos.slash import LineOutcome, run_line
 
@@ -257,14 +290,13 @@ def _run_line(runner: Any, line: str, json_out: bool, quiet: bool, ask: bool = F
         except SlashCommandError as exc:
             outcome = LineOutcome(line=line, kind="error", error=exc)
     if outcome.kind == "run":
-        return _render_run(runner, outcome.events, json_out, quiet, ask)
+        return _render_run(runner, outcome.events, fmt, quiet, ask)
     if outcome.kind == "error":
         exc = outcome.error
         assert exc is not None
-        if json_out:
-            doc = {"session_id": runner.session_id, "command": line, "ok": False, "result": None,
-                   "error": {"code": exc.code, "message": str(exc)}}
-            print(json.dumps(doc, ensure_ascii=False), file=_out())
+        if fmt != "text":
+            write_line(_out(), error_document(exc, exit_code=2, session_id=runner.session_id,
+                                              model=runner.model_spec, command=line))
         else:
             print(printable(f"amos: {exc}" + (f"\nusage: {exc.usage}" if exc.usage else "")), file=sys.stderr)
         return 2
@@ -274,17 +306,31 @@ def _run_line(runner: Any, line: str, json_out: bool, quiet: bool, ask: bool = F
         raise outcome.save_error
     result = outcome.result
     assert result is not None
-    if json_out:
-        print(json.dumps(result.to_json(runner.session_id), ensure_ascii=False, default=str), file=_out())
+    if fmt != "text":
+        write_line(_out(), command_document(result.to_json(runner.session_id), exit_code=result.exit_code,
+                                            model=runner.model_spec))
     elif result.ok:
         if result.text and not quiet:
-            print(printable(result.text))
+            print(printable(without_json_block(result.text)))
     else:
         print(printable(f"amos: {result.text}"), file=sys.stderr)
     return result.exit_code
 
 
 _REAL_STDOUT: list[TextIO] = []
+
+
+def without_json_block(text: str) -> str:
+    """A command's text for a shell: the summary without the JSON block the TUI folds
+    away (``/context loop``, ``/policy``); the data itself is ``--json``'s."""
+    start = text.find("\n{")
+    if start < 0 or not text.rstrip().endswith("}"):
+        return text
+    try:
+        json.loads(text[start + 1:])
+    except ValueError:
+        return text
+    return text[:start] + "\n(the data: --json)"
 
 
 def _out() -> TextIO:
@@ -299,7 +345,7 @@ def _guarded(fn, *args, **kwargs) -> int:
     checker's print, a library's chatter) is sent to stderr, so stdout carries exactly
     one JSON object.
     """
-    json_out = bool(kwargs.get("json_out"))
+    json_out = kwargs.get("fmt", "text") != "text"
     if json_out:
         _REAL_STDOUT.append(sys.stdout)
         sys.stdout = sys.stderr
@@ -308,10 +354,7 @@ def _guarded(fn, *args, **kwargs) -> int:
     except AmosError as exc:
         print(printable(f"amos: {exc}"), file=sys.stderr)
         if json_out:
-            code = getattr(exc, "code", None) or re.sub(r"(?<!^)(?=[A-Z])", "_", type(exc).__name__)
-            print(json.dumps({"session_id": None, "ok": False,
-                              "error": {"code": str(code).upper(), "message": str(exc)}}, ensure_ascii=False),
-                  file=_out())
+            write_line(_out(), error_document(exc, exit_code=exc.exit_code))
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
@@ -320,12 +363,25 @@ def _guarded(fn, *args, **kwargs) -> int:
             sys.stdout = _REAL_STDOUT.pop()
 
 
-def cli_run(*, prompt: str | None, demo: bool, flags: RunFlags, json_out: bool, quiet: bool) -> int:
-    """``amos run``: returns the exit code (spec/cli.md "Exit codes")."""
-    return _guarded(_cli_run, prompt=prompt, demo=demo, flags=flags, json_out=json_out, quiet=quiet)
+def _format(value: str | None, json_out: bool) -> str | None:
+    """The output format, or None after printing why the flags are wrong."""
+    try:
+        return output_format(value, json_out)
+    except UsageError as exc:
+        print(f"amos: {exc}", file=sys.stderr)
+        return None
 
 
-def _cli_run(*, prompt: str | None, demo: bool, flags: RunFlags, json_out: bool, quiet: bool) -> int:
+def cli_run(*, prompt: str | None, demo: bool, flags: RunFlags, json_out: bool, quiet: bool,
+            output: str | None = None) -> int:
+    """``amos run``: returns the exit code (spec/cli.md "Exit codes"; ``output``: ``--output-format``)."""
+    fmt = _format(output, json_out)
+    if fmt is None:
+        return 2
+    return _guarded(_cli_run, prompt=prompt, demo=demo, flags=flags, fmt=fmt, quiet=quiet)
+
+
+def _cli_run(*, prompt: str | None, demo: bool, flags: RunFlags, fmt: str, quiet: bool) -> int:
     setup_logging(flags.verbose)
     if demo:
         if prompt is None:
@@ -345,21 +401,25 @@ def _cli_run(*, prompt: str | None, demo: bool, flags: RunFlags, json_out: bool,
             print(printable(f"amos: warning: {warning}"), file=sys.stderr)
         if opened.demo_workspace is not None and not quiet:  # stderr: stdout stays one JSON document
             print(f"amos: demo workspace: {opened.demo_workspace}", file=sys.stderr)
-        return _run_line(runner, prompt, json_out, quiet, ask)
+        return _run_line(runner, prompt, fmt, quiet, ask)
     finally:
         runner.close()
 
 
 def cli_resume(*, session_id: str, approve: list[str], deny: list[str], reason: str | None, approve_all: bool,
-               flags: RunFlags, json_out: bool, quiet: bool, confirm: bool = False, reject: str | None = None) -> int:
+               flags: RunFlags, json_out: bool, quiet: bool, confirm: bool = False, reject: str | None = None,
+               output: str | None = None) -> int:
     """``amos resume``: decide held calls (or a completion claim) and continue; returns the exit code."""
+    fmt = _format(output, json_out)
+    if fmt is None:
+        return 2
     return _guarded(_cli_resume, session_id=session_id, approve=approve, deny=deny, reason=reason,
-                    approve_all=approve_all, confirm=confirm, reject=reject, flags=flags, json_out=json_out,
+                    approve_all=approve_all, confirm=confirm, reject=reject, flags=flags, fmt=fmt,
                     quiet=quiet)
 
 
 def _cli_resume(*, session_id: str, approve: list[str], deny: list[str], reason: str | None, approve_all: bool,
-                confirm: bool, reject: str | None, flags: RunFlags, json_out: bool, quiet: bool) -> int:
+                confirm: bool, reject: str | None, flags: RunFlags, fmt: str, quiet: bool) -> int:
     setup_logging(flags.verbose)
     both = set(approve) & set(deny)
     if both:
@@ -373,6 +433,6 @@ def _cli_resume(*, session_id: str, approve: list[str], deny: list[str], reason:
             print(printable(f"amos: warning: {warning}"), file=sys.stderr)
         events = runner.resume(approve=approve, deny={c: reason for c in deny}, approve_all=approve_all or flags.yes,
                                confirm=confirm, reject=reject)
-        return _render_run(runner, events, json_out, quiet, ask)
+        return _render_run(runner, events, fmt, quiet, ask)
     finally:
         runner.close()

@@ -43,10 +43,21 @@ def _fail(exc: Exception) -> None:
 
 
 @sessions_app.command("list")
-def list_sessions(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
-    """Saved sessions, newest first.
+def list_sessions(
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+    workspace: Annotated[Path | None, typer.Option(
+        "--workspace", metavar="DIR", help="Only the sessions of this workspace (default: all, the current "
+                                           "folder's marked with *).")] = None,
+) -> None:
+    """Saved sessions, newest first, with the workspace each ran in.
 
-    Example: amos sessions list --json
+    Examples:
+
+    \b
+      amos sessions list
+      amos sessions list --workspace .      # the sessions `amos -c` picks from
+      amos sessions list --json
     """
     from amos.errors import AmosError
 
@@ -54,20 +65,40 @@ def list_sessions(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
         rows = _library(config).sessions()
     except AmosError as exc:
         _fail(exc)
+    here = (workspace or Path.cwd()).expanduser().resolve()
+
+    def ours(row) -> bool:
+        return bool(row.workspace) and Path(row.workspace).resolve() == here
+
+    if workspace is not None:
+        rows = [r for r in rows if ours(r)]
     if json_out:
-        typer.echo(json.dumps({"sessions": [r.model_dump() for r in rows]}, ensure_ascii=False))
+        typer.echo(json.dumps({"sessions": [{**r.model_dump(), "current_workspace": ours(r)} for r in rows]},
+                              ensure_ascii=False))
         return
     if not rows:
-        _echo("no saved sessions")
+        _echo("no saved sessions" + (f" of {here}" if workspace is not None else ""))
         return
     name_width = max([4] + [len(r.name or "") for r in rows])
-    _echo(f"{'ID':<22}  {'UPDATED (UTC)':<19}  {'LAST VERDICT':<17}  {'MSGS':>4}  {'COST':>8}  "
-               f"{'NAME':<{name_width}}  TITLE")
+    _echo(f"  {'ID':<22}  {'UPDATED (UTC)':<19}  {'LAST VERDICT':<17}  {'MSGS':>4}  {'COST':>8}  "
+          f"{'NAME':<{name_width}}  {'WORKSPACE':<24}  TITLE")
     for r in rows:
         cost = f"${r.cost_usd:.4f}" if r.cost_usd is not None else "-"
         title = f"BROKEN: {r.broken}" if r.broken else (r.title or "")
-        _echo(f"{r.id:<22}  {r.updated_at[:19].replace('T', ' '):<19}  {r.last_verdict or '-':<17}  "
-                   f"{r.messages:>4}  {cost:>8}  {r.name or '-':<{name_width}}  {title}")
+        mark = "*" if ours(r) else " "
+        _echo(f"{mark} {r.id:<22}  {r.updated_at[:19].replace('T', ' '):<19}  {r.last_verdict or '-':<17}  "
+              f"{r.messages:>4}  {cost:>8}  {r.name or '-':<{name_width}}  {_short_path(r.workspace):<24}  {title}")
+    if workspace is None and any(ours(r) for r in rows):
+        _echo(f"* this workspace ({here}); `amos -c` continues the newest of them")
+
+
+def _short_path(path: str | None) -> str:
+    """A workspace for the table: ``~/…`` under the home folder, at most 24 characters."""
+    if not path:
+        return "-"
+    home = str(Path.home())
+    text = "~" + path[len(home):] if path == home or path.startswith(home + "/") else path
+    return text if len(text) <= 24 else "…" + text[-23:]
 
 
 @sessions_app.command("show")

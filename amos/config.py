@@ -170,19 +170,20 @@ def _accepted(err: dict[str, Any], nullable: bool) -> str:
     return msg[:1].lower() + msg[1:]
 
 
-def format_validation_error(exc: ValidationError, file: Path | str | None) -> ConfigError:
-    """Turn the first error of ``exc`` into one ``ConfigError`` line.
+def format_validation_error(exc: ValidationError, file: Path | str | None, index: int = 0) -> ConfigError:
+    """Turn one error of ``exc`` (the first by default) into one ``ConfigError`` line.
 
     Args:
         exc: the error pydantic raised validating config data.
         file: the file the data came from (or a label such as ``command line``).
+        index: which of ``exc.errors()`` to describe.
 
     Returns:
         A ``ConfigError`` whose ``json_path`` is dotted (``loop_policy.read_only_tools.3``)
         and whose message says what is accepted and what was given, e.g.
         ``must be at most 1000 (got 5000)`` or ``unknown key "x"; accepted keys: ...``.
     """
-    err = exc.errors(include_url=False)[0]
+    err = exc.errors(include_url=False)[index]
     # a tagged union's member (``entry:path``) is not part of the JSON path people write
     loc = tuple(part for part in err["loc"] if not str(part).startswith("entry:"))
     json_path = ".".join(str(part) for part in loc) or None
@@ -316,7 +317,10 @@ def _validate(data: dict[str, Any], file: Path | str | None) -> AmosConfig:
     try:
         return AmosConfig.model_validate(data)
     except ValidationError as exc:
-        raise format_validation_error(exc, file) from None
+        first = format_validation_error(exc, file)
+        # every other error too, for `amos config check` (issue 21): one line each
+        first.others = [format_validation_error(exc, file, i) for i in range(1, exc.error_count())]
+        raise first from None
 
 
 def _load_layer(path: Path, raw: bytes | None = None) -> tuple[dict[str, Any], AmosConfig]:

@@ -45,6 +45,8 @@ class ConfigError(AmosError):
         self.file = file
         self.json_path = json_path
         self.detail = message
+        self.others: list[ConfigError] = []
+        """The file's other errors, when it was validated as a whole (``amos config check``)."""
         where = ""
         if file:
             where += f"{file}: "

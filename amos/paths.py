@@ -102,6 +102,12 @@ def log_dir() -> Path:
     return data_dir() / "logs"
 
 
+def demo_dir() -> Path:
+    """Where ``amos run --demo`` and the TUI's demo mode copy the demo project:
+    ``<data>/demo`` (one ``amos-demo-*`` folder per copy; old ones are pruned)."""
+    return data_dir() / "demo"
+
+
 def commands_dir() -> Path:
     """User-level custom slash commands (``*.md`` files): ``<config>/commands``."""
     return config_dir() / "commands"

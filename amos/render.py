@@ -15,7 +15,7 @@ from amos.verdicts import phase_for, verdict_glyph
 
 __all__ = ["STATUS_GLYPHS", "summary_line", "verdict_glyph", "phase_for", "checkpoint_rows_text",
            "status_glyph", "held_call_lines", "files_changed_line", "FILE_CHANGE_WORDS", "arguments_preview", "check_line", "failing_output", "token_counts",
-           "confirmation_lines"]
+           "confirmation_lines", "tool_line"]
 
 STATUS_GLYPHS = {
     "running": "◌",
@@ -34,6 +34,19 @@ STATUS_GLYPHS = {
 def status_glyph(status: str) -> str:
     """The glyph of a tool status (``?`` for one not in :data:`STATUS_GLYPHS`)."""
     return STATUS_GLYPHS.get(status, "?")
+
+
+def tool_line(event: Any) -> str:
+    """``  ✓ read_file a.py [succeeded, 0.01 s, ev 3f2a9c1d]`` for a finished tool call (a
+    ``ToolCallFinished``); a call that never ran (denied, cancelled, blocked) shows no
+    duration, and an error its first words. At most 300 characters."""
+    timed = event.duration_s > 0 or event.status in ("succeeded", "failed", "timed_out")
+    parts = [event.status] + ([f"{event.duration_s:.2f} s"] if timed else [])
+    if getattr(event, "evidence_id", None):
+        parts.append(f"ev {event.evidence_id[:8]}")
+    extra = f" — {event.error}" if event.error and event.status != "succeeded" else ""
+    line = f"  {status_glyph(event.status)} {event.summary} [{', '.join(parts)}]{extra}"
+    return line if len(line) <= 300 else line[:299] + "…"
 
 
 def token_counts(usage: Any) -> str:

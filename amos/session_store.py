@@ -396,6 +396,7 @@ class SessionStore:
                 updated_at=str(data.get("updated_at", "")), messages=len(messages),
                 last_verdict=last.get("verdict") if isinstance(last, dict) else None,
                 model=(data.get("host") or {}).get("model"), path=str(path),
+                workspace=(data.get("host") or {}).get("workspace"),
                 cost_usd=usage.get("cost_usd") if isinstance(usage.get("cost_usd"), (int, float)) else None)
         except (SessionError, ValueError, AttributeError, TypeError, RecursionError) as exc:
             reason = str(exc).removeprefix(f"{path}: ")

@@ -286,6 +286,8 @@ class SessionSummary(_Model):
     path: str
     broken: str | None = None
     cost_usd: float | None = None
+    workspace: str | None = None
+    """The workspace the session last ran in (its host settings), for ``amos -c``."""
 
 
 def _migrate_1(data: dict[str, Any]) -> dict[str, Any]:

@@ -35,6 +35,26 @@ EXIT_CODES: dict[str, int] = {
 }
 """Exit code of ``amos run``/``amos resume`` for each verdict (spec/cli.md "Exit codes")."""
 
+EXIT_COMMAND_FAILED = 1
+"""A slash command ran and failed (a busy session, an evidence read that failed…)."""
+EXIT_TASK_REFUSED = 9
+"""A task-notebook edit was refused (``TASK_STATE_CONFLICT``, ``…_INVALID``, ``…_CAPACITY``…);
+the notebook is unchanged (issue 21: distinct from a run's FAILED)."""
+EXIT_DISABLED = 10
+"""A slash command needs a feature the config turns off (``TASK_STATE_DISABLED``,
+``EVIDENCE_DISABLED``)."""
+
+
+def command_exit_code(error_code: str | None) -> int:
+    """The exit code of a slash command that ran and failed with ``error_code``."""
+    code = (error_code or "").upper()
+    if code.endswith("_DISABLED"):
+        return EXIT_DISABLED
+    if code.startswith("TASK_STATE_"):
+        return EXIT_TASK_REFUSED
+    return EXIT_COMMAND_FAILED
+
+
 def phase_for(verdict: str) -> Phase:
     """The diagnostics phase a finished execution ends in.
 

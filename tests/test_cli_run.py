@@ -137,7 +137,7 @@ def test_slash_command_json_and_unknown_command(tmp_path):
     code, bad = cli_json("run", "--session", sid, "/nope")
     assert code == 2 and bad["ok"] is False and bad["error"]["code"] == "UNKNOWN_COMMAND"
     code, task = cli_json("run", "--session", sid, "/context task")
-    assert code == 1 and task["error"]["code"] == "TASK_STATE_DISABLED"
+    assert code == 10 and task["error"]["code"] == "TASK_STATE_DISABLED"
     code, saved = cli_json("run", "--session", sid, "/session save my-work")
     assert code == 0 and saved["result"]["name"] == "my-work"
     result = cli("sessions", "show", "my-work")

@@ -839,8 +839,10 @@ def test_session_slash_commands_through_amos_run(tmp_path):
     code, doc = cli_json("run", "--session", sid, "/session save milestone")
     assert code == 0, doc
     path = str(sessions_dir() / sid / "session.json")
-    assert doc == {"session_id": sid, "command": "/session save milestone", "ok": True, "error": None,
+    assert doc == {"type": "result", "session_id": sid, "command": "/session save milestone", "ok": True,
+                   "exit_code": 0, "verdict": None, "model": doc["model"], "error": None,
                    "result": {"session_id": sid, "name": "milestone", "path": path, "checkpoint": 4}}
+    assert doc["model"].startswith("scripted:")
     text = cli("run", "--session", "milestone", "/session save")
     assert text.exit_code == 0 and f"saved session {sid} to {path} (checkpoint 5)" in text.stdout
 

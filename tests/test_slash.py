@@ -69,5 +69,5 @@ def test_bad_lines_raise_with_usage_and_change_nothing(runner, line):
 
 def test_disabled_capabilities_say_how_to_enable(runner):
     result = execute_line(runner, "/context task add 0 objective O1 ship it")
-    assert not result.ok and result.exit_code == 1 and "task_state" in result.text
+    assert not result.ok and result.exit_code == 10 and "task_state" in result.text
     assert not execute_line(runner, "/context evidence").ok

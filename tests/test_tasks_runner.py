@@ -28,11 +28,11 @@ def test_add_conflict_correct_prune_and_view(tmp_path):
     code, doc = task(sid, cfg, "/context task add 0 objective obj1 Ship the fix")
     assert code == 0 and doc["result"]["revision"] == 1
     code, doc = task(sid, cfg, "/context task add 0 constraint c1 No new dependencies")
-    assert code == 1 and doc["error"]["code"] == "TASK_STATE_CONFLICT" and "1" in doc["error"]["message"]
+    assert code == 9 and doc["error"]["code"] == "TASK_STATE_CONFLICT" and "1" in doc["error"]["message"]
     code, doc = task(sid, cfg, "/context task correct 1 obj1 obj2 Ship the fix with tests")
     assert code == 0 and doc["result"]["revision"] == 2
     code, doc = task(sid, cfg, "/context task prune 2 obj2")
-    assert code == 1 and doc["error"]["code"] == "TASK_STATE_INVALID"
+    assert code == 9 and doc["error"]["code"] == "TASK_STATE_INVALID"
     code, doc = task(sid, cfg, "/context task prune 2 obj1")
     assert code == 0
     code, doc = task(sid, cfg, "/context task")
@@ -58,7 +58,7 @@ def test_capacity_refuses_and_changes_nothing(tmp_path):
     assert task(sid, cfg, "/context task add 0 objective a First")[0] == 0
     assert task(sid, cfg, "/context task add 1 objective b Second")[0] == 0
     code, doc = task(sid, cfg, "/context task add 2 objective c Third")
-    assert code == 1 and doc["error"]["code"] == "TASK_STATE_CAPACITY" and "prune" in doc["error"]["message"]
+    assert code == 9 and doc["error"]["code"] == "TASK_STATE_CAPACITY" and "prune" in doc["error"]["message"]
     assert task(sid, cfg, "/context task")[1]["result"]["revision"] == 2
 
 
@@ -80,7 +80,7 @@ def test_disabled_says_how_to_enable(tmp_path):
     script = write_script(tmp_path, [{"text": "ok"}])
     code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "x")
     code, doc = cli_json("run", "--session", doc["session_id"], "/context task add 0 objective a b")
-    assert code == 1 and "task_state" in doc["error"]["message"]
+    assert code == 10 and "task_state" in doc["error"]["message"]
 
 
 def test_bad_arguments_are_usage_errors(tmp_path):
@@ -97,7 +97,7 @@ def test_failed_command_leaves_the_session_file_byte_identical(tmp_path, amos_ho
     session_file = next(amos_home.rglob(f"{sid}/session.json"))
     before = session_file.read_bytes()
     code, doc = task(sid, cfg, "/context task prune 1 a")  # active: refused
-    assert code == 1 and doc["error"]["code"] == "TASK_STATE_INVALID"
+    assert code == 9 and doc["error"]["code"] == "TASK_STATE_INVALID"
     assert session_file.read_bytes() == before
 
 

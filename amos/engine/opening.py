@@ -161,8 +161,9 @@ def _choose(options: RunOptions, session: Session, config: AmosConfig, opened: O
     if options.demo:
         model = options.model or f"scripted:{demo_script_path()}"
     if model is None:
-        if options.require_model:
-            raise UsageError(NO_MODEL_HELP)
+        if options.require_model:  # an ignored project file may be why (issue 21)
+            ignored = [w for w in opened.warnings if w.startswith("ignoring ") and "trust" in w]
+            raise UsageError(NO_MODEL_HELP + "".join(f"\n  ({w})" for w in ignored))
         demo = True
         model = f"scripted:{demo_script_path()}"
     if demo and options.workspace is None and not options.session:

@@ -98,12 +98,35 @@ def demo_workspace_source() -> Path:
     return Path(str(resources.files("amos.demo").joinpath("workspace")))
 
 
+DEMO_COPIES_KEPT = 10
+"""How many demo copies ``<data>/demo`` keeps (the newest); older ones are deleted."""
+
+
 def copy_demo_workspace() -> Path:
-    """Copy the demo workspace to a new temporary folder and return it."""
-    target = Path(tempfile.mkdtemp(prefix="amos-demo-"))
+    """Copy the demo workspace to a new folder under ``<data>/demo`` and return it; all
+    but the newest :data:`DEMO_COPIES_KEPT` copies there are deleted (issue 21)."""
+    from amos import paths
+
+    root = paths.ensure_dir(paths.demo_dir())
+    _prune_demo_copies(root, DEMO_COPIES_KEPT - 1)
+    target = Path(tempfile.mkdtemp(prefix="amos-demo-", dir=root))
     shutil.copytree(demo_workspace_source(), target, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     return target
+
+
+def _prune_demo_copies(root: Path, keep: int) -> None:
+    """Delete all but the ``keep`` newest ``amos-demo-*`` folders of ``root`` (best effort)."""
+    def changed(path: Path) -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    copies = sorted((p for p in root.glob("amos-demo-*") if p.is_dir() and not p.is_symlink()),
+                    key=changed, reverse=True)
+    for old in copies[keep:]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def demo_verify_command() -> str:

@@ -32,6 +32,7 @@ from amos.slash.files import (
 from amos.slash.mcp import MCP_PREFIX, MCP_USAGE, mcp_command, mcp_prompt_result, prompt_rows
 from amos.slash.parser import parse_line, split_tokens
 from amos.slash.permissions import PERMISSIONS_USAGE, PLAN_USAGE, permissions_command, plan_command
+from amos.verdicts import command_exit_code
 
 
 @dataclass
@@ -45,7 +46,7 @@ class SlashResult:
         error: ``{"code", "message"}`` when not ok.
         text: a rendering for people (plain text; JSON blocks where useful).
         action: what the front end should do next: ``quit``, ``clear``,
-            ``load_session`` (``action_arg`` is the id), ``prompt`` (a custom
+            ``load_session`` (``action_arg`` is the id), ``new_session``, ``prompt`` (a custom
             command: run ``action_arg``, the expanded prompt, exactly as if it had been
             typed as a prompt), ``files`` (``/undo``, ``/rewind N``, ``/diff``: ``run_line``
             awaits the host for the final result), ``reload_session`` or None.
@@ -63,8 +64,9 @@ class SlashResult:
 
     @property
     def exit_code(self) -> int:
-        """0 on success, 1 when the command ran and failed."""
-        return 0 if self.ok else 1
+        """0 on success; when the command ran and failed, 9 for a refused task edit, 10
+        for a disabled feature, else 1 (:func:`amos.verdicts.command_exit_code`)."""
+        return 0 if self.ok else command_exit_code((self.error or {}).get("code"))
 
     def to_json(self, session_id: str) -> dict[str, Any]:
         """The ``--json`` shape of spec/cli.md "``--json`` output of a slash command"."""
@@ -442,7 +444,7 @@ def _policy(runner: Any, rest: str, line: str) -> SlashResult:
              f"doom loop: {'configured' if data['doom_loop'] else 'off'}",
              f"completion check: {data['verify'] or 'none'}",
              f"limits: max_steps {data['max_steps']}, token_budget {data['token_budget'] or '-'}, "
-             f"timeout {data['timeout_s'] or '-'} s",
+             + (f"timeout {data['timeout_s']} s" if data["timeout_s"] else "no run timeout"),
              f"approvals owner: {data['approvals_owner'] or '- (pauses are WAITING_UNROUTED)'}",
              _json_block(data)]
     return SlashResult(command=line, result=data, text="\n".join(lines))
@@ -485,6 +487,17 @@ def _clear(runner: Any, rest: str, line: str) -> SlashResult:
     return SlashResult(command=line, result={}, text="", action="clear")
 
 
+def _new(runner: Any, rest: str, line: str) -> SlashResult:
+    if rest.strip():
+        raise SlashCommandError("/new takes no arguments", usage="/new")
+    if runner.is_running:
+        return _failed(line, "BUSY", "a run is active; /new works between runs")
+    return SlashResult(command=line, result={"previous_session": runner.session_id},
+                       text=f"a new session starts (session {runner.session_id} stays saved: "
+                            f"/session load {runner.session_id} reopens it); in a shell every `amos run` "
+                            "without --session or -c is a new session", action="new_session")
+
+
 def _quit(runner: Any, rest: str, line: str) -> SlashResult:
     return SlashResult(command=line, result={}, text="bye", action="quit")
 
@@ -495,6 +508,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
             "overview: model, context estimate, usage; /context loop shows loop diagnostics", _context,
             details=("/context loop\n"
                      "/context task                                   the task view and its revision\n"
+                     "/context task note TEXT…                         a constraint at the current revision "
+                     "(id generated)\n"
                      "/context task add REV CATEGORY ID TEXT…          CATEGORY: objective constraint decision "
                      "question artifact\n"
                      "/context task correct REV OLD_ID NEW_ID TEXT…\n"
@@ -543,6 +558,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
     Command("diff", DIFF_USAGE, "show what the agent changed in the files (latest run, or since checkpoint N)",
             diff_command, details=DIFF_DETAILS),
     Command("clear", "/clear", "clear the screen (not the session)", _clear),
+    Command("new", "/new", "start a fresh session (same model and workspace; this one stays saved)", _new),
     Command("quit", "/quit", "save (if autosave) and exit", _quit),
 ]}
 

@@ -15,6 +15,7 @@ from amos.errors import SessionError, SlashCommandError
 from amos.slash.parser import split_tokens
 
 USAGES = {
+    "note": "/context task note TEXT…",
     "add": "/context task add REV CATEGORY ID TEXT…",
     "correct": "/context task correct REV OLD_ID NEW_ID TEXT…",
     "resolve": "/context task resolve REV ID",
@@ -49,8 +50,25 @@ def plan(sub: str, rest: str) -> Callable[[Any], Any]:
     usage = USAGES.get(sub)
     if usage is None:
         raise SlashCommandError(f"unknown /context task command {sub!r}", usage=USAGE)
+    if sub == "note":
+        text = _unquoted(rest)
+        if not text:
+            raise SlashCommandError("the note's text is missing, e.g. /context task note keep the API stable",
+                                    usage=usage)
+
+        def note(t: Any) -> Any:  # the short form: current revision, a constraint, a fresh id
+            number = 1 + len(t.notes)
+            while t.note(f"n{number}") is not None:
+                number += 1
+            return t.update_host({"notes": [{"id": f"n{number}", "category": "constraint", "text": text,
+                                             "source": _source("note")}]}, t.revision)
+        return note
     if sub == "add":
-        (rev, category, note_id), text = _fixed(rest, 3, usage, text=True)
+        try:
+            (rev, category, note_id), text = _fixed(rest, 3, usage, text=True)
+        except SlashCommandError as exc:
+            raise SlashCommandError(f"{exc}; to note a constraint at the current revision: "
+                                    "/context task note TEXT…", usage=usage) from None
         r = _revision(rev, usage)
         return lambda t: t.update_host({"notes": [{"id": note_id, "category": category, "text": text,
                                                    "source": _source("add")}]}, r)
@@ -92,6 +110,14 @@ def plan(sub: str, rest: str) -> Callable[[Any], Any]:
     return lambda t: t.prune_resolved([], ids, r)  # prune-action
 
 
+def _unquoted(text: str) -> str:
+    """``"keep the API stable"`` → ``keep the API stable`` (one pair of outer quotes)."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1].strip()
+    return text
+
+
 def _fixed(rest: str, count: int, usage: str, *, text: bool = False) -> tuple[list[str], str]:
     tokens, remainder = split_tokens(rest, count, rest=True)
     if len(tokens) < count or (text and not remainder.strip()):
@@ -113,6 +139,7 @@ def run(runner: Any, sub: str, rest: str) -> tuple[bool, dict[str, Any], str]:
         notes = runner.task_notes()
         return True, {"revision": notes.revision, "view": notes.view}, f"revision {notes.revision}\n{notes.view}"
     operation = plan(sub, rest)
+    before = {(n.id, n.status, n.text) for n in runner.task_notes().notes}
     try:
         runner.update_tasks(operation)
     except TaskStateError as exc:
@@ -121,5 +148,12 @@ def run(runner: Any, sub: str, rest: str) -> tuple[bool, dict[str, Any], str]:
         return False, {"code": f"SESSION_{exc.code.upper()}", "message": str(exc)}, str(exc)
     notes = runner.task_notes()
     unsaved = "" if runner.saves_sessions else " (not saved: --no-save)"
-    return True, {"revision": notes.revision, "view": notes.view}, \
-        f"ok — revision {notes.revision}{unsaved}\n{notes.view}"
+    changed = [n for n in notes.notes if (n.id, n.status, n.text) not in before]
+    gone = sorted({i for i, _, _ in before} - {n.id for n in notes.notes})
+    lines = [f"  {n.id} [{n.category}, {n.status}] {n.text}" for n in changed]
+    lines += [f"  {note_id} pruned" for note_id in gone]
+    data = {"revision": notes.revision, "view": notes.view,
+            "changed": [{"id": n.id, "category": n.category, "status": n.status, "text": n.text} for n in changed],
+            "pruned": gone}
+    shown = "\n".join(lines) if lines else "  (no note changed)"
+    return True, data, f"ok — revision {notes.revision}{unsaved}\n{shown}\n(/context task shows the whole view)"

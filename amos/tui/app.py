@@ -129,9 +129,12 @@ class AmosApp(App[int]):
         Binding("pagedown,shift+pagedown", "page_conversation(1)", "Scroll down", show=False, priority=True),
     ]
 
-    def __init__(self, runner: Any, opened: Opened | None = None, *, options: RunOptions | None = None) -> None:
+    def __init__(self, runner: Any, opened: Opened | None = None, *, options: RunOptions | None = None,
+                 first_line: str | None = None) -> None:
         super().__init__()
         self.runner = runner
+        self.first_line = first_line
+        """A line sent as soon as the app is up (``amos "prompt"``)."""
         self.opened = opened or Opened()
         self.options = options
         self.receipts: list[StopReceipt] = []
@@ -253,6 +256,8 @@ class AmosApp(App[int]):
                 await conv.add_notice(str(exc), "error")
             else:
                 self._start(events)
+        elif self.first_line and self.first_line.strip():
+            self.post_message(PromptInput.Submitted(self.prompt_input, self.first_line))
 
     async def _show_history(self) -> None:
         runner = self.runner
@@ -509,6 +514,9 @@ class AmosApp(App[int]):
             return
         if result.action == "clear":
             await conv.clear()
+        elif result.action == "new_session":
+            await self.sessions.new_session()
+            return
         elif result.action == "quit":
             await self.quit_app(save=True)
             return
@@ -777,7 +785,7 @@ class AmosApp(App[int]):
             self.show_notice_line("press Esc again to cancel the run", "warning", transient=True)
 
 
-def run_tui(options: RunOptions) -> int:
+def run_tui(options: RunOptions, first_line: str | None = None) -> int:
     """Open a runner for ``options``, run the TUI until it exits, release the runner.
 
     With no model chosen (``options.require_model`` False) the runner opens in the
@@ -785,6 +793,7 @@ def run_tui(options: RunOptions) -> int:
 
     Args:
         options: the command line's options (``interactive`` should be True).
+        first_line: a line to send once the app is up (``amos "prompt"``).
 
     After the app exits, one line on stdout says whether the session was saved and
     how to reopen it (:func:`amos.tui.texts.exit_message`).
@@ -799,7 +808,7 @@ def run_tui(options: RunOptions) -> int:
     from amos.engine import open_host
 
     runner, opened = open_host(options)
-    app = AmosApp(runner, opened, options=options)
+    app = AmosApp(runner, opened, options=options, first_line=first_line)
     opened_digest = session_digest(runner)
     problem = None
     try:

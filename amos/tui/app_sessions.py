@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from pathlib import Path
 from typing import Any
 
 from amos.engine import RunOptions
@@ -16,7 +17,7 @@ from amos.errors import AmosError
 from amos.slash import parse_line
 from amos.tui.screens.confirm_quit import ConfirmQuitScreen
 from amos.tui.screens.session_picker import SessionPickerScreen
-from amos.tui.texts import resumed_notice
+from amos.tui.texts import demo_banner, resumed_notice
 
 TERMINATE_GRACE_S = 5.0
 """After SIGTERM, how long a run may take to cancel and save before the app exits anyway."""
@@ -119,6 +120,60 @@ class SessionControl:
         if runner.is_waiting:
             await conv.add_notice("this session paused waiting for approval; asking you now", "approval")
             self.app._start(runner.resume())
+
+    async def new_session(self) -> None:
+        """``/new``: save the current session (when autosave is on and it has messages),
+        then open a fresh one with the same model and workspace (a fresh demo copy in
+        the demo mode)."""
+        app, conv = self.app, self.app.conversation
+        if app._busy:
+            await conv.add_notice("a run is active; wait for it to end or cancel it first", "error")
+            return
+        old = app.runner
+        if old.autosave and old.messages():
+            try:
+                old.save()
+            except AmosError as exc:
+                await conv.add_notice(f"not saved: {exc}; the session stays open", "error")
+                return
+        base = app.options or RunOptions(cwd=old.workspace)
+        demo = app.opened.demo
+        options = RunOptions(config_path=base.config_path, model=None if demo else old.model_spec,
+                             workspace=None if demo else Path(old.workspace), base_url=base.base_url,
+                             yes=base.yes, no_save=base.no_save, interactive=True, require_model=False,
+                             cwd=base.cwd, sandbox=base.sandbox, allow=base.allow, deny=base.deny)
+        old.close()  # its lock is released before the new host opens
+        try:
+            from amos.engine import open_host
+
+            runner, opened = open_host(options)
+        except AmosError as exc:
+            await conv.add_notice(f"{exc}; reopening session {old.session_id}", "error")
+            await self.load_session_after_failure(old.session_id)
+            return
+        app.runner, app.opened = runner, opened
+        app.receipts.clear()
+        await conv.clear()
+        if opened.demo:
+            await conv.add_notice(demo_banner(opened.demo_workspace or runner.workspace,
+                                              writes_allowed=opened.demo_workspace is not None), "banner")
+        await conv.add_notice(f"new session {runner.session_id} (the previous one, {old.session_id}, is saved: "
+                              f"/session load {old.session_id})")
+        app._refresh_status()
+        app._reload_customs()
+        app.mcp.start_in_background()
+
+    async def load_session_after_failure(self, session_id: str) -> None:
+        """Reopen ``session_id`` after ``/new`` could not open a fresh session."""
+        from amos.engine import open_host
+
+        base = self.app.options or RunOptions(cwd=Path.cwd())
+        try:
+            self.app.runner, self.app.opened = open_host(RunOptions(
+                config_path=base.config_path, session=session_id, interactive=True, require_model=False,
+                cwd=base.cwd))
+        except AmosError as exc:
+            await self.app.conversation.add_notice(f"{exc}; quit and reopen amos", "error")
 
     # ------------------------------------------------------------------ quitting, signals, the session picker
 

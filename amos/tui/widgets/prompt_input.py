@@ -205,7 +205,25 @@ class PromptInput(TextArea):
 
     BINDINGS = [
         Binding("tab", "complete", "Complete a slash command", show=False),
+        # readline habits (issue 21): Ctrl+A is column 0 (TextArea's "smart home" stops at
+        # the first non-blank), Ctrl+U deletes back to it; Ctrl+E, Ctrl+K, Ctrl+W are TextArea's
+        Binding("ctrl+a", "line_home", "Start of line", show=False),
+        Binding("ctrl+u", "kill_line_start", "Delete to the start of the line", show=False),
     ]
+
+    def action_line_home(self) -> None:
+        """Ctrl+A: the cursor to column 0 of its line."""
+        row, _ = self.cursor_location
+        self.move_cursor((row, 0))
+
+    def action_kill_line_start(self) -> None:
+        """Ctrl+U: delete from column 0 of the line to the cursor (a selection: delete it)."""
+        if not self.selection.is_empty:
+            self.delete(*self.selection, maintain_selection_offset=False)
+            return
+        row, column = self.cursor_location
+        if column:
+            self.delete((row, 0), (row, column), maintain_selection_offset=False)
 
     class Submitted(Message):
         """Enter was pressed: send the draft.

@@ -1,0 +1,256 @@
+"""Issue 21: the habits users bring — event streams, one JSON shape, short flags, -c.
+
+Everything goes through the real CLI (typer's runner) on the scripted provider.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from amos.cli_output import PERSON_EVENT_TYPES, RUN_EVENT_TYPES, STREAM_EVENT_TYPES
+from tests.support import cli, cli_json, write_script
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+SECRET = "sk-habits-0123456789abcdef"
+
+
+def _lines(stdout: str) -> list[dict]:
+    """Every stdout line parsed on its own (each must be one JSON object)."""
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def _write_script(tmp_path: Path) -> Path:
+    return write_script(tmp_path, [
+        {"text": "writing", "tool_calls": [{"name": "write_file",
+                                            "arguments": {"path": "b.txt", "content": f"key {SECRET}"}}]},
+        {"text": "done"}])
+
+
+def _ws(tmp_path: Path, name: str = "ws") -> Path:
+    ws = tmp_path / name
+    ws.mkdir()
+    return ws
+
+
+def test_demo_stream_has_every_documented_run_event_and_ends_with_the_receipt():
+    result = cli("run", "--demo", "--output-format", "stream-json")
+    assert result.exit_code == 0, result.stderr
+    lines = _lines(result.stdout)  # every line is one JSON object
+    types = [line["type"] for line in lines]
+    assert set(RUN_EVENT_TYPES) <= set(types), types
+    assert types[0] == "run_started" and types.count("result") == 1 and types[-1] == "result"
+    last = lines[-1]
+    assert last["ok"] is True and last["exit_code"] == 0 and last["verdict"] == "VERIFIED_COMPLETE"
+    assert last["stop"]["verdict"] == "VERIFIED_COMPLETE" and last["session_id"] == lines[0]["session_id"]
+    finished = [line for line in lines if line["type"] == "tool_call_finished"]
+    assert all({"tool", "summary", "status", "duration_s", "evidence_id"} <= set(f) for f in finished)
+    # the stream's last line is exactly what --json prints (the same result object)
+    code, doc = cli_json("run", "--demo")
+    assert code == 0 and set(doc) == set(last)
+
+
+def test_readme_documents_every_stream_event_type_with_an_example():
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Event stream"):]
+    for kind in STREAM_EVENT_TYPES:
+        assert f'{{"type": "{kind}"' in section, kind
+
+
+def test_a_waiting_stream_shows_the_held_call_with_masked_arguments(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    script = _write_script(tmp_path)
+    result = cli("run", "--script", str(script), "--workspace", str(_ws(tmp_path)), "write it",
+                 "--output-format", "stream-json")
+    assert result.exit_code == 5, result.stderr
+    assert SECRET not in result.stdout and SECRET not in result.stderr
+    lines = _lines(result.stdout)
+    pending = [line for line in lines if line["type"] == "approval_pending"]
+    assert [p["call_id"] for p in pending] == ["call_0_0"] and pending[0]["arguments"]["path"] == "b.txt"
+    assert "[REDACTED]" in pending[0]["arguments"]["content"] and "amos resume" in pending[0]["resume"]
+    entry = lines[-1]["stop"]["pending_approvals"][0]
+    assert entry["arguments"] == pending[0]["arguments"] and entry["summary"].startswith("write_file")
+    assert set(PERSON_EVENT_TYPES) >= {"approval_pending"}
+
+
+def test_progress_lines_on_a_stderr_that_is_not_a_terminal_and_quiet_silences_them(tmp_path):
+    script = _write_script(tmp_path)
+    result = cli("run", "--script", str(script), "--workspace", str(_ws(tmp_path)), "-y", "write it")
+    assert result.exit_code == 0
+    assert "amos: step 1/20" in result.stderr and "amos: step 2/20" in result.stderr
+    assert re.search(r"amos: ✓ write_file b.txt .*\[succeeded, \d+\.\d\d s\]", result.stderr), result.stderr
+    assert result.stdout == "done\n"
+    quiet = cli("run", "--script", str(script), "--workspace", str(_ws(tmp_path, "w2")), "-y", "-q", "write it")
+    assert quiet.exit_code == 0 and quiet.stderr == "" and quiet.stdout == "done\n"
+
+
+def test_success_and_error_objects_share_the_same_keys(tmp_path):
+    script = write_script(tmp_path, [{"text": "hi"}])
+    ws = _ws(tmp_path)
+    shared = {"type", "ok", "exit_code", "verdict", "error", "model", "session_id"}
+    code, run = cli_json("run", "--script", str(script), "--workspace", str(ws), "hello")
+    assert code == 0 and shared <= set(run) and run["ok"] and run["model"] == f"scripted:{script}"
+    code, bad_config = cli_json("run", "--model", "nosuch:x", "--workspace", str(ws), "hello")
+    assert code == 2 and shared <= set(bad_config) and bad_config["ok"] is False
+    assert bad_config["exit_code"] == 2 and bad_config["error"]["code"] and bad_config["verdict"] is None
+    sid = run["session_id"]
+    code, command = cli_json("run", "--session", sid, "/context loop")
+    assert code == 0 and shared <= set(command) and command["session_id"] == sid and command["exit_code"] == 0
+    code, unknown = cli_json("run", "--session", sid, "/nosuch")
+    assert code == 2 and shared <= set(unknown) and unknown["error"]["code"] == "UNKNOWN_COMMAND"
+    stream = cli("run", "--session", sid, "/nosuch", "--output-format", "stream-json")
+    assert stream.exit_code == 2 and _lines(stream.stdout)[-1]["type"] == "result"
+
+
+def test_slash_commands_exit_with_their_own_documented_codes(tmp_path):
+    script = write_script(tmp_path, [{"text": "hi"}])
+    cfg = tmp_path / "amos.json"
+    cfg.write_text(json.dumps({"task_state": {"enabled": True}}))
+    code, run = cli_json("run", "--script", str(script), "--workspace", str(_ws(tmp_path)), "--config", str(cfg),
+                         "hello")
+    sid = run["session_id"]
+    code, refused = cli_json("run", "--session", sid, "--config", str(cfg), "/context task add 7 objective a b")
+    assert code == 9 and refused["exit_code"] == 9 and refused["error"]["code"] == "TASK_STATE_CONFLICT"
+    code, disabled = cli_json("run", "--session", sid, "/context evidence")
+    assert code == 10 and disabled["error"]["code"] == "EVIDENCE_DISABLED"
+    code, usage = cli_json("run", "--session", sid, "/context loop extra")
+    assert code == 2
+    table = README.read_text(encoding="utf-8")
+    assert "| 9 |" in table and "| 10 |" in table
+
+
+def test_output_format_is_checked(tmp_path):
+    result = cli("run", "--demo", "--output-format", "yaml")
+    assert result.exit_code == 2 and "stream-json" in result.stderr and "Traceback" not in result.stderr
+    both = cli("run", "--demo", "--json", "--output-format", "stream-json")
+    assert both.exit_code == 2 and both.stderr.count("\n") == 1
+
+
+def test_print_flag_runs_one_shot_with_options_before_it(tmp_path):
+    script = write_script(tmp_path, [{"text": "hi there"}], on_exhausted="repeat_last")
+    ws = _ws(tmp_path)
+    result = cli("--workspace", str(ws), "--script", str(script), "-q", "-p", "hello")
+    assert result.exit_code == 0 and result.stdout == "hi there\n" and result.stderr == ""
+    # a word equal to a subcommand after -p is the prompt; `--` always sends the text
+    code, doc = cli_json("--workspace", str(ws), "-m", f"scripted:{script}", "-p", "sessions")
+    assert code == 0 and doc["verdict"] == "ANSWERED"
+    result = cli("--workspace", str(ws), "--script", str(script), "-p", "--json", "--", "sessions", "list")
+    assert result.exit_code == 0 and json.loads(result.stdout)["session_id"]
+    # without -p, one-shot options say where they belong instead of opening the TUI
+    misplaced = cli("hello", "--json")
+    assert misplaced.exit_code == 2 and "amos -p" in misplaced.stderr
+    # a subcommand name still runs the subcommand
+    listing = cli("sessions", "list", "--json")
+    assert listing.exit_code == 0 and "sessions" in json.loads(listing.stdout)
+
+
+def test_continue_picks_the_latest_session_of_this_workspace(tmp_path):
+    script = write_script(tmp_path, [{"text": "ok"}], on_exhausted="repeat_last")
+    mine, other = _ws(tmp_path, "mine"), _ws(tmp_path, "other")
+    _, first = cli_json("run", "--script", str(script), "--workspace", str(mine), "one")
+    _, elsewhere = cli_json("run", "--script", str(script), "--workspace", str(other), "two")
+    code, again = cli_json("-c", "--workspace", str(mine), "--script", str(script), "-p", "three")
+    assert code == 0 and again["session_id"] == first["session_id"] != elsewhere["session_id"]
+    code, run_c = cli_json("run", "-c", "--workspace", str(other), "--script", str(script), "four")
+    assert code == 0 and run_c["session_id"] == elsewhere["session_id"]
+    none = cli("run", "-c", "--workspace", str(_ws(tmp_path, "empty")), "--script", str(script), "x")
+    assert none.exit_code == 2 and "no saved session of this workspace" in none.stderr
+    both = cli("run", "-c", "-s", first["session_id"], "--script", str(script), "x")
+    assert both.exit_code == 2 and "--session" in both.stderr
+
+
+def test_sessions_list_shows_workspaces_and_filters_by_one(tmp_path):
+    script = write_script(tmp_path, [{"text": "ok"}])
+    mine, other = _ws(tmp_path, "mine"), _ws(tmp_path, "other")
+    _, first = cli_json("run", "--script", str(script), "--workspace", str(mine), "one")
+    _, second = cli_json("run", "--script", str(script), "--workspace", str(other), "two")
+    listing = cli("sessions", "list")
+    assert listing.exit_code == 0 and "WORKSPACE" in listing.stdout and "mine" in listing.stdout
+    code, filtered = cli_json("sessions", "list", "--workspace", str(mine))
+    assert code == 0 and [s["id"] for s in filtered["sessions"]] == [first["session_id"]]
+    assert filtered["sessions"][0]["workspace"] == str(mine.resolve())
+    assert filtered["sessions"][0]["current_workspace"] is True
+
+
+def test_short_flags_are_the_long_ones(tmp_path):
+    script = write_script(tmp_path, [
+        {"text": "", "tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}]},
+        {"text": "wrote"}])
+    ws = _ws(tmp_path)
+    result = cli("run", "-m", f"scripted:{script}", "-s", "new-one", "--workspace", str(ws), "-y", "-q", "go")
+    assert result.exit_code == 2 and "new-one" in result.stderr  # -s names a session that must exist
+    result = cli("run", "-m", f"scripted:{script}", "--workspace", str(ws), "-y", "-q", "go")
+    assert result.exit_code == 0 and result.stdout == "wrote\n" and (ws / "a.txt").read_text() == "x"
+
+
+# ---------------------------------------------------------------------------- first-hour snags
+
+
+def test_config_check_reports_every_error_at_once(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"model": 5, "bogus": 1, "run": {"max_steps": -1}}))
+    result = cli("config", "check", str(bad))
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 3 and all(line.startswith(f"amos: {bad}: ") for line in lines)
+    assert any("run.max_steps" in line for line in lines) and any('"bogus"' in line for line in lines)
+
+
+def test_no_model_message_names_the_untrusted_project_file(tmp_path, monkeypatch):
+    project = _ws(tmp_path, "proj")
+    (project / "amos.json").write_text(json.dumps({"model": "openai:gpt-4o-mini"}))
+    monkeypatch.chdir(project)
+    result = cli("run", "hi")
+    assert result.exit_code == 2 and "no model chosen" in result.stderr
+    assert "./amos.json: not trusted" in result.stderr and "amos config trust" in result.stderr
+
+
+def _session(tmp_path: Path, *extra: str) -> str:
+    script = write_script(tmp_path, [{"text": "ok"}])
+    _, doc = cli_json("run", "--script", str(script), "--workspace", str(_ws(tmp_path)), *extra, "hello")
+    return doc["session_id"]
+
+
+def test_policy_and_context_loop_print_a_summary_and_leave_json_to_json(tmp_path):
+    sid = _session(tmp_path)
+    policy = cli("run", "--session", sid, "/policy")
+    assert policy.exit_code == 0 and "timeout - s" not in policy.stdout and "{" not in policy.stdout
+    loop = cli("run", "--session", sid, "/context loop")
+    assert loop.exit_code == 0 and loop.stdout.startswith("phase complete") and '"phase"' not in loop.stdout
+    code, doc = cli_json("run", "--session", sid, "/context loop")
+    assert code == 0 and doc["result"]["phase"] == "complete"
+
+
+def test_task_note_short_form_adds_a_constraint_and_shows_only_that_note(tmp_path):
+    cfg = tmp_path / "tasks.json"
+    cfg.write_text(json.dumps({"task_state": {"enabled": True}}))
+    sid = _session(tmp_path, "--config", str(cfg))
+    strict = cli("run", "--session", sid, "--config", str(cfg), '/context task add "keep the API stable"')
+    assert strict.exit_code == 2 and "/context task note TEXT" in strict.stderr
+    first = cli("run", "--session", sid, "--config", str(cfg), '/context task note "keep the API stable"')
+    assert first.exit_code == 0, first.stderr
+    assert "n1 [constraint, active] keep the API stable" in first.stdout
+    code, doc = cli_json("run", "--session", sid, "--config", str(cfg), "/context task note no new deps")
+    assert code == 0 and [n["id"] for n in doc["result"]["changed"]] == ["n2"]
+    text = cli("run", "--session", sid, "--config", str(cfg), "/context task note third")
+    assert "keep the API stable" not in text.stdout and "n3 [constraint, active] third" in text.stdout
+
+
+def test_demo_copies_live_under_the_data_folder_and_old_ones_are_pruned(amos_home):
+    from amos import paths
+    from amos.engine.options import DEMO_COPIES_KEPT
+
+    root = paths.ensure_dir(paths.demo_dir())
+    for i in range(DEMO_COPIES_KEPT + 5):
+        old = root / f"amos-demo-old{i:02d}"
+        old.mkdir()
+        os.utime(old, (1_000_000 + i, 1_000_000 + i))
+    result = cli("run", "--demo")
+    assert result.exit_code == 0
+    shown = re.search(r"amos: demo workspace: (\S+)", result.stderr)
+    assert shown and Path(shown.group(1)).parent == root  # it still says where the copy is
+    copies = sorted(p.name for p in root.glob("amos-demo-*"))
+    assert len(copies) == DEMO_COPIES_KEPT and "amos-demo-old00" not in copies
+    assert f"amos-demo-old{DEMO_COPIES_KEPT + 4:02d}" in copies

@@ -1,0 +1,58 @@
+"""Issue 21 in the TUI, through Textual's pilot on real runners: readline keys in the
+composer, ``/new``, and ``amos "prompt"`` (the app sends a first line once it is up)."""
+
+from __future__ import annotations
+
+from amos.tui.app import AmosApp
+from tests import test_tui
+from tests.test_tui import shown_text, submit, wait_for
+
+make_runner = test_tui.make_runner
+workspace = test_tui.workspace
+
+SIZE = (80, 24)
+
+
+async def test_readline_keys_in_the_composer(make_runner):
+    runner, opened = make_runner([{"text": "x"}])
+    app = AmosApp(runner, opened)
+    async with app.run_test(size=SIZE) as pilot:
+        composer = app.prompt_input
+        await pilot.press(*"hello world", *["left"] * 6, "ctrl+u")
+        await pilot.pause()
+        assert composer.text == " world" and composer.cursor_location == (0, 0)  # Ctrl+U: back to column 0
+        await pilot.press("ctrl+e")
+        assert composer.cursor_location == (0, 6)
+        await pilot.press("ctrl+a")
+        assert composer.cursor_location == (0, 0)  # column 0, even before a blank
+        await pilot.press("right", "ctrl+k")
+        await pilot.pause()
+        assert composer.text == " "
+        await pilot.press(*"one two", "ctrl+w")
+        await pilot.pause()
+        assert composer.text == " one "
+
+
+async def test_new_starts_a_fresh_session_and_keeps_the_old_one(make_runner):
+    runner, opened = make_runner([{"text": "first answer"}])
+    app = AmosApp(runner, opened)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "hello")
+        await wait_for(pilot, lambda: app.receipts and not app.busy)
+        old_id = app.runner.session_id
+        await submit(pilot, app, "/new")
+        await wait_for(pilot, lambda: app.runner.session_id != old_id)
+        assert not app.runner.messages() and "first answer" not in shown_text(app)
+        assert f"/session load {old_id}" in shown_text(app)
+        assert app.runner.model_spec == runner.model_spec and app.runner.workspace == runner.workspace
+        assert old_id in [row.id for row in app.runner.sessions()]
+    app.runner.close()
+
+
+async def test_a_first_line_is_sent_once_the_app_is_up(make_runner):
+    runner, opened = make_runner([{"text": "sent at start"}])
+    app = AmosApp(runner, opened, first_line="what is here?")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.receipts and not app.busy)
+        text = shown_text(app)
+        assert "what is here?" in text and text.count("sent at start") == 1
