@@ -68,8 +68,10 @@ class CommandSandbox:
             launcher = self._launchers[state.mode] = SandboxLauncher(policy, bwrap=bwrap)
         return launcher
 
-    def hidden(self) -> tuple[Path, ...]:
-        """The hidden paths, as written and resolved (the file tools compare resolved paths)."""
+    def hidden(self, workspace: Path | None = None) -> tuple[Path, ...]:
+        """The hidden paths, as written and resolved (the file tools compare resolved paths),
+        without those that hold the workspace: the workspace itself stays usable (as in
+        the sandbox), e.g. the demo's copy under amos's data folder."""
         found: dict[Path, None] = {}
         for path in self.policy.hidden_paths:
             found[Path(path)] = None
@@ -77,6 +79,9 @@ class CommandSandbox:
                 found[Path(path).resolve()] = None
             except (OSError, RuntimeError):
                 pass
+        if workspace is not None:
+            root = workspace.resolve()
+            return tuple(h for h in found if not (root == h or root.is_relative_to(h)))
         return tuple(found)
 
     def close(self) -> None:
@@ -144,7 +149,8 @@ class CallAccess:
         """``context`` (a :class:`~amos.tools.ToolContext`) with the launcher of the mode in
         force and the hidden paths the file tools refuse (none in ``danger-full-access``)."""
         launcher = self.sandbox.launcher(self.plan)
-        hidden = self.sandbox.hidden() if self.sandbox.state(self.plan).mode != "danger-full-access" else ()
+        hidden = (self.sandbox.hidden(self.workspace) if self.sandbox.state(self.plan).mode != "danger-full-access"
+                  else ())
         if context.sandbox is launcher and context.hidden_paths == hidden:
             return context
         return dataclasses.replace(context, sandbox=launcher, hidden_paths=hidden)
