@@ -52,7 +52,8 @@ def snapshot_refusal(workspace: Path, *, home: Path | None = None) -> str | None
         if folder in home_dir.parents:
             return f"{folder} holds your home folder"
     data = data_dir().expanduser().absolute()
-    if folder == data or data in folder.parents:
+    demos = (data / "demo").absolute()
+    if (folder == data or data in folder.parents) and demos not in folder.parents:  # the demo copy is snapshotted
         return f"{folder} is inside amos's data folder"
     return None
 
