@@ -37,6 +37,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 import weakref
 from collections.abc import Iterable, Mapping
@@ -278,7 +279,10 @@ class SandboxLauncher:
             bwrap=self.bwrap,
             private_tmp=private_tmp,
             blocker=state / "hidden",
-            path_dirs=child.get("PATH", "").split(os.pathsep),
+            # PATH, and the Python running amos (its venv may live under /tmp, as a CI
+            # checkout does): interpreters stay runnable wherever they are installed
+            path_dirs=[*child.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix,
+                       os.path.dirname(sys.executable)],
         )
         return Launch(tuple(argv), child, Path(workspace), self.policy.mode, self.policy.network)
 
