@@ -332,3 +332,16 @@ def test_deleting_a_session_deletes_its_snapshots(tmp_path, ws, amos_home):
     result = cli("sessions", "delete", sid)
     assert result.exit_code == 0, result.stderr
     assert not folder.exists()
+
+
+def test_an_unknown_checkpoint_is_bad_input_for_rewind_and_diff(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = write_script(tmp_path, [{"text": "hi"}], name="hi.json")
+    first = cli("run", "--script", str(script), "--workspace", str(ws), "--json", "hi")
+    assert first.exit_code == 0, first.output
+    sid = json.loads(first.stdout)["session_id"]
+    for line in ("/rewind 99", "/diff 99"):
+        result = cli("run", "--session", sid, line)
+        assert result.exit_code == 2 and "no checkpoint 99" in result.stderr, (line, result.output)
+        assert "Traceback" not in result.output

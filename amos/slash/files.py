@@ -209,6 +209,8 @@ async def finish_files(runner: Any, line: str) -> Any:
         return _result(command=line, result=report.to_json(), text=text)
     except AmosError as exc:
         code = str(getattr(exc, "code", "error")).upper()
+        if code == "NOT_FOUND" and cmd.number is not None:  # an unknown checkpoint is bad input (exit 2)
+            raise SlashCommandError(str(exc), usage=f"/{cmd.name} N (/rewind lists the checkpoints)") from None
         code = {"OFF": "FILE_CHECKPOINTS_OFF"}.get(code, code)
         return _failed(line, code, str(exc))
     except OSError as exc:  # the disk refused: one line, never a traceback
