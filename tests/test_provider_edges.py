@@ -49,7 +49,14 @@ def test_nan_arguments_are_invalid_json_not_a_later_crash():
 
 
 def test_deeply_nested_invalid_arguments_are_a_tool_error(tmp_path):
+    import gc
+
     from tests.support import collect, finished, make_runner, write_script
+
+    # Objects earlier tests left for the collector (closed event loops) must not be
+    # finalised while this run's stack is deep: their __del__ would hit the recursion
+    # limit and pytest reports that as this test's failure.
+    gc.collect()
 
     deep = "[" * 100_000 + "]" * 99_999
     script = write_script(tmp_path, [{"tool_calls": [{"name": "read_file", "raw_arguments": deep}]},
