@@ -80,7 +80,7 @@ class TerminalAsker:
         self.runner.answer_approval(event.call_id, False, "no valid answer was given at the terminal")
 
     def _write(self, text: str) -> None:
-        self.err.write(printable(text) if "\n" not in text else "\n".join(printable(p) for p in text.split("\n")))
+        self.err.write(printable(text))
         self.err.flush()
 
     async def _read_line(self, prompt: str) -> str | None:

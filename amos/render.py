@@ -143,9 +143,9 @@ def held_call_lines(session_id: str, held: Iterable[Any]) -> list[str]:
     escapes = False
     for h in waiting:
         lines.append(f"  needs approval: {h.call_id}  {h.summary}")
-        args = h.arguments if isinstance(h.arguments, dict) else {}
-        if h.tool == "run_command" and args.get("sandbox") == "none":  # issue 19: say it plainly
+        if getattr(h, "escalation", False):  # issue 19: say it plainly
             escapes = True
+            args = h.arguments if isinstance(h.arguments, dict) else {}
             why = " ".join(str(args.get("justification") or "(no reason given)").split())[:300]
             lines.append(f"    it asks to run OUTSIDE the sandbox (full access to your files and network): {why}")
     if waiting:

@@ -1,9 +1,14 @@
-"""Test-wide guards: no network, and an isolated AMOS_HOME for every test."""
+"""Test-wide guards: no network, and an isolated AMOS_HOME for every test; shared fixtures."""
 
 from __future__ import annotations
 
 import ipaddress
+import os
+import shutil
 import socket
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -65,3 +70,17 @@ def _approval_keys_answer_at_once(monkeypatch):
     """Pilot tests press y/s/n the moment the dialog is up; people get a short delay
     (type-ahead protection, tested with the delay on in test_tui_approvals.py)."""
     monkeypatch.setattr("amos.tui.screens.approval.ANSWER_DELAY_S", 0.0)
+
+
+@pytest.fixture
+def visible() -> Iterator[Path]:
+    """A scratch folder outside /tmp (so visible, read-only, inside the command sandbox,
+    which replaces /tmp); removed afterwards."""
+    base = Path("/var/tmp")
+    if not base.is_dir() or not os.access(base, os.W_OK):
+        pytest.skip("needs a writable /var/tmp (a folder the sandbox does not replace)")
+    folder = Path(tempfile.mkdtemp(prefix="amos-test-", dir=base)).resolve()
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -12,12 +12,10 @@ import itertools
 import json
 import os
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -58,19 +56,6 @@ def ws(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
     root.mkdir()
     return root.resolve()
-
-
-@pytest.fixture
-def visible(tmp_path: Path) -> Iterator[Path]:
-    """A scratch folder outside /tmp (so visible, read-only, inside the sandbox)."""
-    base = Path("/var/tmp")
-    if not base.is_dir() or not os.access(base, os.W_OK):
-        pytest.skip("needs a writable /var/tmp (a folder the sandbox does not replace)")
-    folder = Path(tempfile.mkdtemp(prefix="amos-test-", dir=base)).resolve()
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def manager(ws: Path, policy: SandboxPolicy | None, *, env: dict[str, str] | None = None,

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,19 +36,6 @@ def result_of(session_path: str, call_id: str = "call_0_0") -> str:
             if part["part_kind"] == "tool_result" and part["call_id"] == call_id:
                 return part["content"]
     raise AssertionError(f"no result for {call_id} in {session_path}")
-
-
-@pytest.fixture
-def visible() -> Iterator[Path]:
-    """A scratch folder outside /tmp (visible, read-only, inside the sandbox)."""
-    base = Path("/var/tmp")
-    if not base.is_dir() or not os.access(base, os.W_OK):
-        pytest.skip("needs a writable /var/tmp (a folder the sandbox does not replace)")
-    folder = Path(tempfile.mkdtemp(prefix="amos-test-", dir=base)).resolve()
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

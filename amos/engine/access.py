@@ -107,6 +107,7 @@ class CallAccess:
                  explicit_command_ask: bool = False, plan: bool = False):
         self.rules = rules
         self.grants = RuleSet()
+        self._in_force = rules  # the rules and the grants, combined when a grant is added
         self.sandbox = sandbox
         self.workspace = workspace
         self.explicit_command_ask = explicit_command_ask
@@ -117,7 +118,7 @@ class CallAccess:
         """The permission in force for one call (see :mod:`amos.permissions.access`);
         ``rules_apply`` False gives what a call no rule speaks of gets (``/tools``)."""
         state = self.sandbox.state(self.plan)
-        rules = RuleSet([*self.rules, *self.grants]) if rules_apply else RuleSet()
+        rules = self._in_force if rules_apply else RuleSet()
         return decide_access(
             tool_name, arguments, effect=effect, configured=configured, configured_source=configured_source,
             rules=rules, workspace=self.workspace, sandbox=state, plan=self.plan,
@@ -134,6 +135,7 @@ class CallAccess:
             RuleError: the rule is invalid.
         """
         self.grants = self.grants.with_rule("allow", rule, "this session (answered 'a')")
+        self._in_force = RuleSet([*self.rules, *self.grants])
         return parse_rule(rule).text
 
     def set_plan(self, on: bool) -> None:

@@ -46,6 +46,14 @@ class Approvals:
         return True
 
 
+def _denied_by_person(run: RunState, call: PlannedCall, reason: str | None) -> Decision:
+    """Refuse ``call`` as a person did; the identical call is denied again unasked."""
+    text = f"denied by the user: {reason}" if reason else "denied by the user"
+    if call.identity:
+        run.record.denied[call.identity] = text
+    return Decision.refuse("denied", text)
+
+
 class PermissionGate(Gate):
     """Allow / ask / deny, approvals that ask or pause (first in the gate order).
 
@@ -73,10 +81,7 @@ class PermissionGate(Gate):
         if preset is not None and not preset[0] and call.permission != "deny":
             # a person's denial (amos resume --deny) stands even when the call would now run
             # unasked (resumed with another sandbox mode or rules)
-            text = f"denied by the user: {preset[1]}" if preset[1] else "denied by the user"
-            if call.identity:
-                run.record.denied[call.identity] = text
-            return Decision.refuse("denied", text)
+            return _denied_by_person(run, call, preset[1])
         if call.permission == "deny":
             if access is not None and access.reason:
                 return Decision.refuse("denied", access.reason)
@@ -111,10 +116,7 @@ class PermissionGate(Gate):
         if approved:
             run.allowed[call.call_id] = by
             return None
-        text = f"denied by the user: {reason}" if reason else "denied by the user"
-        if identity:
-            denied[identity] = text
-        return Decision.refuse("denied", text)
+        return _denied_by_person(run, call, reason)
 
     async def _ask(self, run: RunState, call: PlannedCall) -> tuple[bool, str | None]:
         """Ask the front end and wait for ``Host.answer_approval``; ``(approved, reason)``."""

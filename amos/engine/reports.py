@@ -86,10 +86,13 @@ def held_calls(engine: Engine) -> list[HeldCallView]:
     pending = engine.transcript.session.pending
     if pending is None:
         return []
+    from amos.tools.command_sandbox import wants_unsandboxed
+
     summarize = engine.tools.summarize
     return [HeldCallView(call_id=h.call.call_id, tool=h.call.tool_name, summary=summarize(h.call),
                          arguments=h.call.raw_arguments if h.call.raw_arguments is not None else h.call.arguments,
-                         needs_approval=h.needs_approval, decision=h.decision) for h in pending.held]
+                         needs_approval=h.needs_approval, decision=h.decision,
+                         escalation=wants_unsandboxed(h.call.tool_name, h.call.arguments)) for h in pending.held]
 
 
 def find_call(engine: Engine, call_id: str) -> Any:

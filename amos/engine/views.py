@@ -22,6 +22,8 @@ class HeldCallView:
         arguments: the call's arguments (masked), or its raw argument text.
         needs_approval: a person must decide it before it runs.
         decision: ``approve`` / ``deny`` once decided, else None.
+        escalation: it asks to run a command outside the sandbox (issue 19): only its
+            id approves it.
     """
 
     call_id: str
@@ -30,6 +32,7 @@ class HeldCallView:
     arguments: Any
     needs_approval: bool
     decision: str | None = None
+    escalation: bool = False
 
 
 @dataclass(frozen=True)

@@ -283,8 +283,17 @@ def mask_environment_secrets(text: str) -> str:
     masked as ``****``, plain or encoded — for error lines the CLI prints before (or
     without) a host, e.g. a session id or a path typed with a key in it (issue 17).
     """
+    values = environment_secret_values()
+    return redact_text(text, values, mask="****") if values else text
+
+
+def environment_secret_values() -> set[str]:
+    """Values of the environment variables named like secrets (``*KEY*``, ``*TOKEN*``,
+    ``*SECRET*``, ``*PASSWORD*``), at least :data:`MIN_SECRET_LENGTH` characters."""
     import os
 
-    values = {v for name, v in os.environ.items()
-              if v and len(v) >= 8 and any(w in name.upper() for w in ("KEY", "TOKEN", "SECRET", "PASSWORD"))}
-    return redact_text(text, values, mask="****") if values else text
+    return {v for name, v in os.environ.items()
+            if v and len(v) >= MIN_SECRET_LENGTH and any(w in name.upper() for w in _SECRET_NAME_WORDS)}
+
+
+_SECRET_NAME_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")

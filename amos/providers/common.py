@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -160,16 +159,13 @@ def with_details(provider_name: str, details: dict[str, Any]) -> dict[str, Any] 
 
 
 def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` with every secret value, and the value of every ``*KEY*``/``*TOKEN*``
-    environment variable, masked as ``****`` — plain or encoded, through the one masker
+    """``text`` with every secret value, and the value of every environment variable named
+    like a secret (:func:`amos.evidence.redact.environment_secret_values`), masked as
+    ``****`` — plain or encoded, through the one masker
     (:func:`amos.evidence.redact.redact_text`, issue 17 item 3)."""
-    from amos.evidence.redact import redact_text
+    from amos.evidence.redact import environment_secret_values, redact_text
 
-    values = set(secrets)
-    for name, value in os.environ.items():
-        if value and ("KEY" in name or "TOKEN" in name):
-            values.add(value)
-    return redact_text(text, values, mask="****")
+    return redact_text(text, set(secrets) | environment_secret_values(), mask="****")
 
 
 def error_kind(status: int | None, message: str = "", *, code: str | None = None) -> str:
