@@ -11,20 +11,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.text import Text
-from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
 from amos.safe_text import printable
-from amos.tui.screens.once import DismissOnce
+from amos.tui.screens.once import YesOrNo
 
 HINT = "y overwrites them (their current state is snapshotted first) · n or Esc keeps them and restores nothing"
 MAX_LISTED = 12
 """Files listed in the dialog before ``… and N more``."""
 
 
-class ConfirmOverwriteScreen(DismissOnce[bool]):
+class ConfirmOverwriteScreen(YesOrNo):
     """A modal naming the conflicting files; dismisses with True to overwrite them.
 
     Args:
@@ -50,14 +49,3 @@ class ConfirmOverwriteScreen(DismissOnce[bool]):
                               "Overwrite them?", style="bold"), id="confirm-overwrite-question")
             yield Static(Text("\n".join(rows)), id="confirm-overwrite-files")
             yield Static(Text(HINT), id="confirm-overwrite-hint")
-
-    def on_key(self, event: events.Key) -> None:
-        """``y`` overwrites; every other key keeps the files."""
-        event.stop()
-        event.prevent_default()
-        self.dismiss(event.key == "y")
-
-    def on_click(self, event: events.Click) -> None:
-        """A click anywhere keeps the files."""
-        event.stop()
-        self.dismiss(False)

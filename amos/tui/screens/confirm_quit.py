@@ -9,18 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.text import Text
-from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from amos.tui.screens.once import DismissOnce
+from amos.tui.screens.once import YesOrNo
 
 QUESTION = "Quit amos?"
 HINT = "y or Ctrl+C again quits · any other key stays"
 
 
-class ConfirmQuitScreen(DismissOnce[bool]):
+class ConfirmQuitScreen(YesOrNo):
     """A one-question modal; dismisses with True to quit, False to stay."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
@@ -30,14 +29,3 @@ class ConfirmQuitScreen(DismissOnce[bool]):
         with Vertical(id="confirm-quit-dialog"):
             yield Static(Text(QUESTION, style="bold"), id="confirm-quit-question")
             yield Static(Text(HINT), id="confirm-quit-hint")
-
-    def on_key(self, event: events.Key) -> None:
-        """``y`` quits; every other key stays (and does nothing else)."""
-        event.stop()
-        event.prevent_default()
-        self.dismiss(event.key == "y")
-
-    def on_click(self, event: events.Click) -> None:
-        """A click anywhere stays."""
-        event.stop()
-        self.dismiss(False)
