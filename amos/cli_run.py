@@ -231,7 +231,7 @@ async def _consume(runner: Any, events: Any, renderer: Renderer,
             received.append(name)
         if asker is not None:
             asker.cancel()
-        runner.cancel()
+        runner.cancel(None if name == "SIGINT" else name)
 
     installed = []
     for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):

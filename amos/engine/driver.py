@@ -36,11 +36,14 @@ class RunDriver:
         if self.busy:
             raise SessionError("busy", "a run is already active in this session")
 
-    def cancel(self) -> None:
-        """Cancel what runs (once); a run then ends ``user_abort``."""
+    def cancel(self, why: str | None = None) -> None:
+        """Cancel what runs (once); a run then ends ``user_abort`` (``why``: the
+        cancellation's message, e.g. ``"SIGTERM"``, named in the receipt's detail)."""
         if self.busy and not self._cancel_requested:
             self._cancel_requested = True
             assert self._task is not None
+            if why and self.live is not None:
+                self.live.run.cancelled_by = why
             self._task.cancel()
 
     async def drive(self, loop: TurnLoop, body: Callable[[], Awaitable[None]]) -> AsyncIterator[RunEvent]:

@@ -337,9 +337,9 @@ class Host:
         ``remember``); they are forgotten when this process ends."""
         return len(self.engine.approvals.for_session)
 
-    def cancel(self) -> None:
-        """Stop the running model call and tools (or a compaction); a run ends ``user_abort``."""
-        self._driver.cancel()
+    def cancel(self, why: str | None = None) -> None:
+        """Stop the running model call, tools or compaction: ``user_abort`` (``why``: e.g. "SIGTERM")."""
+        self._driver.cancel(why)
 
     def _ensure_idle(self) -> None:
         self._driver.ensure_idle()

@@ -148,7 +148,8 @@ class TurnLoop:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-            run.stop("user_abort", "cancelled", "the run was cancelled by the user")
+            run.stop("user_abort", "cancelled", f"the run was stopped by {run.cancelled_by}"
+                     if run.cancelled_by else "the run was cancelled by the user")
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - a bug must still end with a receipt
             self.emit(Notice(level="error", text=f"internal error: {type(exc).__name__}: {exc}"))
             run.detail = f"the run ended on an internal error: {type(exc).__name__}: {exc}"

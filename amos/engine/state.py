@@ -52,6 +52,8 @@ class RunState:
         mask: masks secrets in a stop's detail and in notices (provider keys, MCP server
             secrets and, as in provider errors, any ``*KEY*``/``*TOKEN*`` variable's
             value become ``****``); set by the loop.
+        cancelled_by: who cancelled the run when it was not the user (e.g. ``"SIGTERM"``,
+            set by ``Host.cancel``), named in the ``user_abort`` receipt's detail.
     """
 
     record: ExecutionRecord
@@ -74,6 +76,7 @@ class RunState:
     started_monotonic: float = field(default_factory=time.monotonic)
     allowed: dict[str, str] = field(default_factory=dict)
     sandbox: Any = None
+    cancelled_by: str | None = None
     mask: Callable[[str], str] = field(default=lambda text: text, repr=False)
     queue: asyncio.Queue | None = field(default=None, repr=False)
     _emit: Callable[[RunEvent], None] | None = field(default=None, repr=False)

@@ -255,7 +255,8 @@ class ToolRound:
         if run.pending is not None:
             return
         interrupted = run.cause in ("user_abort", "timeout")
-        why = {"user_abort": "the run was cancelled by the user",
+        why = {"user_abort": f"the run was stopped by {run.cancelled_by}" if run.cancelled_by
+               else "the run was cancelled by the user",
                "timeout": "the run's time limit expired"}.get(run.cause or "", "the run stopped")
         for call in run.open_calls:
             if call.call_id in run.answered:
