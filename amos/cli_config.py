@@ -122,7 +122,10 @@ def check(
             typer.echo(f"ok: {path}")
             return
         loaded = _cfg().load_config(config_path=config)
-        _warn(loaded.warnings + _cfg().advisories(loaded.config))
+        from amos.mcp.config import load_mcp_servers
+
+        mcp = load_mcp_servers(loaded.config, project_dir=Path.cwd())  # merged servers complete
+        _warn(loaded.warnings + _cfg().advisories(loaded.config) + mcp.warnings)
         for source in loaded.sources:
             typer.echo(f"ok: {source}")
         if not loaded.sources:

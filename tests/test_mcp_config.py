@@ -94,7 +94,18 @@ def test_missing_command_or_url_is_a_config_error():
     assert caught.value.json_path == "mcpServers.both.url"
     with pytest.raises(ConfigError) as caught:
         load_mcp_servers(_config({"none": {}}), project_dir=None)
-    assert caught.value.json_path == "mcpServers.none.url"
+    # neither: the error names both ways to fix it, not only "url is required"
+    assert caught.value.json_path == "mcpServers.none"
+    assert "command" in str(caught.value) and "url" in str(caught.value)
+
+
+def test_config_check_reports_an_incomplete_mcp_server(runner, tmp_path, monkeypatch):
+    config = _write(tmp_path / "c.json", {"mcpServers": {"none": {}}})
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["config", "check", "--config", str(config)])
+    assert result.exit_code == 2
+    assert "mcpServers.none" in result.stderr and "command" in result.stderr
+    assert "ok:" not in result.stdout
 
 
 def test_variables_are_expanded_and_problems_stay_with_their_server():

@@ -303,6 +303,9 @@ def resolve_server(name: str, settings: Any, source: str, environ: Mapping[str, 
     raw_type = settings.type
     transport = _TYPE_ALIASES.get(raw_type.lower(), raw_type) if raw_type else (
         "stdio" if settings.command else "http")
+    if not raw_type and not settings.command and not settings.url:
+        raise ConfigError("a server needs a \"command\" (stdio) or a \"url\" (http); it has neither",
+                          file=source, json_path=where)
     if transport == "stdio" and not settings.command:
         raise ConfigError("is required for a stdio server (or give a url and \"type\": \"http\")",
                           file=source, json_path=f"{where}.command")
