@@ -70,6 +70,10 @@ class FilesRestored:
         undo_snapshot: the snapshot taken just before restoring (it holds what the
             restore overwrote), or None when nothing was written.
         after_snapshot: the snapshot taken just after restoring, or None.
+        interrupted: the step undone was cut short (amos was killed during it), so what
+            it changed was taken as everything that differed when amos next opened the
+            session.
+        notes: what the snapshot repository said while doing it (a repair), one line each.
     """
 
     action: str
@@ -85,6 +89,8 @@ class FilesRestored:
     checkpoint: int | None = None
     undo_snapshot: str | None = None
     after_snapshot: str | None = None
+    interrupted: bool = False
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -100,7 +106,8 @@ class FilesRestored:
                 "conflicts": rows(self.conflicts), "unavailable": rows(self.unavailable),
                 "failed": rows(self.failed), "refused": self.refused, "forced": self.forced, "step": self.step,
                 "execution_id": self.execution_id, "checkpoint": self.checkpoint,
-                "undo_snapshot": self.undo_snapshot, "after_snapshot": self.after_snapshot}
+                "undo_snapshot": self.undo_snapshot, "after_snapshot": self.after_snapshot,
+                "interrupted": self.interrupted, "notes": list(self.notes)}
 
 
 @dataclass(frozen=True)
@@ -130,7 +137,8 @@ class FileDiffReport:
 
 def last_undoable(history: FileHistory) -> FileStep | None:
     """The newest ``step`` entry that changed files and was not undone, or None."""
-    return next((e for e in reversed(history.steps) if e.kind == "step" and not e.undone and e.files), None)
+    return next((e for e in reversed(history.steps)
+                 if e.kind == "step" and not e.undone and e.files and e.after is not None), None)
 
 
 def entries_since(history: FileHistory, checkpoint: CheckpointInfo) -> list[FileStep]:
@@ -143,7 +151,7 @@ def entries_since(history: FileHistory, checkpoint: CheckpointInfo) -> list[File
     if checkpoint.file_seq is None:
         raise failure("no_file_record", f"checkpoint {checkpoint.number} was taken before amos recorded file "
                                         "snapshots, so its files cannot be restored or compared")
-    found = [e for e in history.steps if e.seq >= checkpoint.file_seq]
+    found = [e for e in history.steps if e.seq >= checkpoint.file_seq and e.after is not None]
     oldest = history.steps[0].seq if history.steps else history.next_seq
     if checkpoint.file_seq < oldest and history.next_seq > checkpoint.file_seq:
         raise failure("pruned", f"the file history after checkpoint {checkpoint.number} is older than the "
@@ -153,10 +161,11 @@ def entries_since(history: FileHistory, checkpoint: CheckpointInfo) -> list[File
 
 def latest_run_steps(history: FileHistory) -> list[FileStep]:
     """The ``step`` entries of the newest execution that changed files, oldest first."""
-    last = next((e for e in reversed(history.steps) if e.kind == "step" and e.files), None)
+    last = next((e for e in reversed(history.steps) if e.kind == "step" and e.files and e.after is not None), None)
     if last is None:
         return []
-    return [e for e in history.steps if e.kind == "step" and e.execution_id == last.execution_id]
+    return [e for e in history.steps
+            if e.kind == "step" and e.execution_id == last.execution_id and e.after is not None]
 
 
 def change_rows(changes: Sequence[AgentChange]) -> list[dict[str, str]]:
@@ -170,8 +179,38 @@ def run_changes(repo: ShadowRepo, history: FileHistory, execution_id: str) -> li
     Raises:
         SnapshotError: the repository cannot be read.
     """
-    pairs = [(e.before, e.after) for e in history.steps if e.kind == "step" and e.execution_id == execution_id]
+    pairs = [(e.before, e.after) for e in history.steps
+             if e.kind == "step" and e.execution_id == execution_id and e.after is not None]
     return change_rows(repo.agent_changes(pairs)) if pairs else []
+
+
+def settle_open_steps(repo: ShadowRepo, history: FileHistory) -> list[FileStep]:
+    """Close the steps amos was killed during (``after`` None): their ``after`` is a snapshot taken now.
+
+    Call it only when no step of this session is running (between runs, or before a
+    run's first snapshot). What such a step changed is everything that differs from the
+    snapshot before it, so a change made between the crash and now counts as the
+    step's; the entry is marked ``interrupted`` and ``/undo`` says so.
+
+    Returns:
+        The entries closed (changed in place in ``history``).
+
+    Raises:
+        SnapshotError: the repository failed.
+    """
+    settled = []
+    for entry in history.open_steps():
+        snap = repo.snapshot(f"step {entry.step}: after (amos was stopped during the step)")
+        try:
+            entry.files = change_rows(repo.agent_changes([(entry.before, snap.id)]))
+        except SnapshotError as exc:
+            if exc.code != "not_found":
+                raise
+            entry.files = []  # its snapshot before is gone with a recreated repository
+        entry.after, entry.interrupted = snap.id, True
+        history.head = snap.id
+        settled.append(entry)
+    return settled
 
 
 # ---------------------------------------------------------------------------- restoring
@@ -219,12 +258,14 @@ def undo_files(repo: ShadowRepo, history: FileHistory, *, force: bool = False) -
     Raises:
         SnapshotError: ``nothing_to_undo`` (exit 1); the repository failed.
     """
+    settle_open_steps(repo, history)
     step = last_undoable(history)
     if step is None:
         raise failure("nothing_to_undo", "nothing to undo: no step of this session changed files that is not "
                                          "undone already")
     changes = repo.agent_changes([(step.before, step.after)])
-    done = _put_back(repo, changes, force, "undo", step=step.step, execution_id=step.execution_id)
+    done = _put_back(repo, changes, force, "undo", step=step.step, execution_id=step.execution_id,
+                     interrupted=step.interrupted)
     if done.refused:
         return done
     step.undone = True

@@ -25,6 +25,7 @@ from amos.engine.file_history import (
     failure,
     latest_run_steps,
     rewind_files,
+    settle_open_steps,
     undo_files,
 )
 from amos.errors import SessionError
@@ -128,6 +129,7 @@ def rewind_session(repo: ShadowRepo | None, why_off: str | None, history: FileHi
         try:
             if repo is None:
                 raise failure("off", why_off or "file checkpoints are off for this session")
+            settle_open_steps(repo, history)
             entries_since(history, info)  # says why before anything is read
             done.files = rewind_files(repo, history, info, _history_of(read(number)), force=force)
         except Exception as exc:
@@ -154,6 +156,7 @@ def diff_session(repo: ShadowRepo | None, why_off: str | None, history: FileHist
     """
     if repo is None:
         raise failure("off", why_off or "file checkpoints are off for this session")
+    settle_open_steps(repo, history)
     if number is None:
         entries = latest_run_steps(history)
         since = "before the latest run that changed files" if entries else "no run has changed files yet"

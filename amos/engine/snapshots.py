@@ -7,13 +7,15 @@ a call only once every other gate let it through, just before it is dispatched:
   (effect ``unknown``: a command can change anything), an MCP tool whose effect is not
   ``read`` — first takes the snapshot *before*, with the ``path`` of every write-tool
   call of the round included even when ignored, so each file the step's tools touch is
-  kept exactly as it was before the step;
+  kept exactly as it was before the step, and writes the step's entry (``after`` None)
+  in the session's :class:`~amos.sessions.FileHistory`, journalled at once: a step cut
+  short by ``kill -9`` is still in the history, and the next use of the session closes
+  it (:func:`~amos.engine.file_history.settle_open_steps`);
 - when the step's tools are done (``round_finished``, or ``run_finishing`` for a round
   cut short by an approval pause, a stop or a cancellation) it takes the snapshot
-  *after* and records ``(before, after, step, files changed)`` in the session's
-  :class:`~amos.sessions.FileHistory` (journalled at once), so ``/undo`` knows the last
-  step that changed files and each conversation checkpoint records where the history
-  stood;
+  *after* and completes the entry with the files changed (or removes it when none
+  changed), so ``/undo`` knows the last step that changed files and each conversation
+  checkpoint records where the history stood;
 - ``run_finishing`` puts the files the run changed (from the snapshots, so what
   ``run_command`` changed is included) on the :class:`~amos.engine.state.RunState`
   for ``RunFinished`` and ``--json``;
@@ -35,7 +37,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from amos.engine.file_history import run_changes
+from amos.engine.file_history import run_changes, settle_open_steps
 from amos.engine.gates import Gate
 from amos.events import Notice
 from amos.messages import Message
@@ -92,6 +94,7 @@ class SnapshotGate(Gate):
         self._said: set[str] = set()
         self._run: RunState | None = None
         self._before: str | None = None
+        self._open: int | None = None  # the seq of this step's history entry
         self._step = 0
         self._failed = False
 
@@ -154,10 +157,30 @@ class SnapshotGate(Gate):
         if self._before is not None and self._step == step:
             return None  # the step's snapshot before already holds every file its calls may touch
         include = write_paths([call, *round.calls])
+        if self.history.open_steps():
+            await self._settle(run, repo)
         snap = await self._snapshot(run, repo, f"step {step}: before {call.tool_name}", include)
         if snap is not None:
             self._before, self._step = snap.id, step
+            entry = self.history.add(FileStep(seq=0, kind="step", execution_id=run.execution_id, step=step,
+                                              before=snap.id, after=None))
+            self._open = entry.seq
+            self.record_history()  # before the step's first change: a kill -9 during it keeps the entry
         return None
+
+    async def _settle(self, run: RunState, repo: ShadowRepo) -> None:
+        """Close the steps an earlier amos was killed during (their ``after`` is taken now)."""
+        try:
+            settled = await asyncio.to_thread(self.locked, settle_open_steps, repo, self.history)
+        except Exception as exc:  # noqa: BLE001 - reported; the run goes on
+            self._fail(run, exc)
+            return
+        if settled:
+            self.record_history()
+            steps = ", ".join(str(e.step) for e in settled)
+            self._say(run, f"snapshots: step {steps} of an earlier run was cut short (amos was stopped during it); "
+                           "its changes are taken as everything that differs from the snapshot before it, and "
+                           "/undo puts them back", key=f"settled:{steps}")
 
     async def round_finished(self, run: RunState) -> None:
         """The step's tools are done: snapshot after, record the step."""
@@ -219,11 +242,17 @@ class SnapshotGate(Gate):
         snap, files = found
         self._report(run, snap)
         history = self.history
-        if files:
-            history.add(FileStep(seq=0, kind="step", execution_id=run.execution_id, step=self._step,
-                                 before=before, after=snap.id, files=files))
-        else:
-            history.head = snap.id
+        seq, self._open = self._open, None
+        entry = next((e for e in history.steps if e.seq == seq), None)
+        if entry is None and files:  # the open entry is gone (should not happen): record the step anew
+            entry = history.add(FileStep(seq=0, kind="step", execution_id=run.execution_id, step=self._step,
+                                         before=before, after=None))
+        if entry is not None:
+            if files:
+                entry.after, entry.files = snap.id, files
+            else:
+                history.drop_open(entry)
+        history.head = snap.id
         self.record_history()
 
     # ------------------------------------------------------------------ notices

@@ -173,6 +173,9 @@ def _files_text(done: Any, what: str, by: str = "by the agent") -> tuple[bool, s
         text = f"{what}: put back {len(done.restored)} file(s): {_paths(shown)}"
         if done.forced:
             text += f"; overwritten although changed after the agent: {_paths(p for p, _ in done.conflicts)}"
+    if getattr(done, "interrupted", False):
+        text += (f"; step {done.step} was cut short (amos was stopped during it), so what it changed was taken as "
+                 "everything that differed from the snapshot before it when amos next opened the session")
     if done.unavailable:
         text += "; not restorable (no copy kept): " + "; ".join(f"{p} ({r})" for p, r in done.unavailable[:10])
     if done.failed:
