@@ -82,7 +82,8 @@ def restore(
     """Restore a session to checkpoint N: the files the agent changed since, and the
     conversation (both by default, so they never disagree). The conversation's current
     state becomes a new checkpoint first and the files' current state a new snapshot,
-    so a restore can be undone. Files changed after the agent's change (by you or
+    so a restore can be undone (--files too: restoring the checkpoint it names with
+    --files puts the files back exactly). Files changed after the agent's change (by you or
     another program) stop the restore unless --force; files the agent never changed
     are never touched.
 
@@ -114,6 +115,9 @@ def restore(
         raise typer.Exit(code)
     if done.files is not None:
         typer.echo(printable(_files_line(done.files, checkpoint)), err=code != 0)
+        if not done.conversation and undo is not None:
+            typer.echo(f"the files' state before is checkpoint {undo} (`amos sessions restore {resolved} "
+                       f"--checkpoint {undo} --files` undoes this)")
     if done.conversation:
         typer.echo(f"restored session {resolved} to checkpoint {checkpoint} ({done.messages} messages); "
                    f"the state before is checkpoint {undo} (`amos sessions restore {resolved} --checkpoint {undo} "

@@ -50,8 +50,9 @@ def _call(name: str, **arguments) -> dict:
 
 def _run(tmp_path: Path, ws: Path, turns: list[dict], prompt: str = "go", *, session: str | None = None,
          name: str = "script.json", config: Path | None = None) -> dict:
-    script = write_script(tmp_path, turns, name=name)
-    args = ["run", "--script", str(script), "--yes"]
+    args = ["run", "--yes"]
+    if turns:  # else a --session run goes on with the session's script
+        args += ["--script", str(write_script(tmp_path, turns, name=name))]
     args += ["--session", session] if session else ["--workspace", str(ws)]
     if config is not None:
         args += ["--config", str(config)]
@@ -87,3 +88,65 @@ def test_a_step_cut_by_kill_9_is_in_the_history_and_undo_puts_its_files_back(tmp
     assert "cut short" in result.stdout  # says what it could know about that step
     again = cli("run", "--session", sid, "/undo")
     assert again.exit_code == 1 and "nothing to undo" in again.stderr
+
+
+# ---------------------------------------------------------------------------- 4, 5: rewinds restore checkpoints exactly
+
+CHANGE_TURN = {"tool_calls": [
+    _call("write_file", path="made.txt", content="the agent's new file\n"),
+    _call("edit_file", path="keep.txt", old_text="original", new_text="agent"),
+    _call("run_command", command="rm gone.txt"),
+]}
+
+
+def _two_checkpoints(tmp_path: Path, ws: Path) -> str:
+    """Checkpoint 1: before the agent; checkpoint 2: after its changes."""
+    doc = _run(tmp_path, ws, [{"text": "looked"}, CHANGE_TURN, {"text": "done"}], "look")
+    sid = doc["session_id"]
+    _run(tmp_path, ws, [], "change", session=sid)
+    return sid
+
+
+def test_rewind_files_after_undo_force_restores_the_checkpoints_bytes_not_the_overwritten_edit(tmp_path, ws):
+    sid = _two_checkpoints(tmp_path, ws)
+    agent = _files(ws)
+    (ws / "keep.txt").write_text("the user's edit\n")
+    forced = cli("run", "--session", sid, "/undo --force")
+    assert forced.exit_code == 0, forced.output
+    assert (ws / "keep.txt").read_text() == "original\n"
+
+    result = cli("run", "--session", sid, "/rewind 2 --files")
+    assert result.exit_code == 0, result.output
+    assert _files(ws) == agent  # checkpoint 2's files: the agent's, not the edit /undo --force overwrote
+
+
+def test_the_before_restore_checkpoint_undoes_a_restore_exactly(tmp_path, ws):
+    sid = _two_checkpoints(tmp_path, ws)
+    (ws / "made.txt").write_text("the user changed the agent's file\n")
+    (ws / "mine.txt").write_text("the user's own\n")
+    state = _files(ws)
+    code, doc = cli_json("sessions", "restore", sid, "--checkpoint", "1", "--force")
+    assert code == 0, doc
+    undo = doc["undo_checkpoint"]
+    assert (ws / "keep.txt").read_text() == "original\n" and not (ws / "made.txt").exists()
+
+    code, back = cli_json("sessions", "restore", sid, "--checkpoint", str(undo))
+    assert code == 0, back
+    assert _files(ws) == state  # the user's change to made.txt too, byte for byte
+    shown = json.loads(cli("sessions", "show", sid, "--json").stdout)
+    assert shown["messages"][-1]["parts"][0]["text"] == "done"
+
+
+def test_sessions_restore_files_takes_a_checkpoint_that_undoes_it(tmp_path, ws):
+    sid = _two_checkpoints(tmp_path, ws)
+    agent = _files(ws)
+    result = cli("sessions", "restore", sid, "--checkpoint", "1", "--files")
+    assert result.exit_code == 0, result.output
+    code, cps = cli_json("sessions", "checkpoints", sid)
+    newest = cps["checkpoints"][-1]
+    assert newest["reason"] == "before_restore" and f"--checkpoint {newest['number']} --files" in result.stdout
+    assert (ws / "keep.txt").read_text() == "original\n"
+
+    again = cli("sessions", "restore", sid, "--checkpoint", str(newest["number"]), "--files")
+    assert again.exit_code == 0, again.output
+    assert _files(ws) == agent

@@ -6,9 +6,11 @@ tools finished) and every restore amos made. A conversation checkpoint records w
 that list stood (``CheckpointInfo.file_seq``). From those two facts:
 
 - ``/undo`` puts back the files of the newest step not undone yet;
-- a rewind to checkpoint N puts back every file any entry from ``file_seq`` on changed,
-  as it was then (entries of both kinds: a rewind after an ``/undo`` brings the undone
-  change back when the checkpoint was taken before the undo);
+- a rewind to checkpoint N puts back every file any entry from ``file_seq`` on changed
+  exactly as checkpoint N's snapshot holds it (entries of both kinds: a rewind after an
+  ``/undo`` brings the undone change back when the checkpoint was taken before the undo,
+  and after an ``/undo --force`` it brings back the checkpoint's bytes, not what the
+  undo overwrote);
 - a diff shows, for the files those entries changed, the state then against the
   workspace now.
 
@@ -222,7 +224,7 @@ def _put_back(repo: ShadowRepo, changes: Sequence[AgentChange], force: bool, act
     rows = tuple({"path": c.path, "change": c.change} for c in changes)
     if not changes:
         return FilesRestored(action, **facts)
-    outside = tuple((c.path, "changed by something other than the agent between its steps")
+    outside = tuple((c.path, "changed by something other than the agent between its changes")
                     for c in changes if c.outside)
     if not force:
         found = repo.conflicts([c.path for c in changes], {c.path: c.after for c in changes})
@@ -277,7 +279,8 @@ def undo_files(repo: ShadowRepo, history: FileHistory, *, force: bool = False) -
 
 def rewind_files(repo: ShadowRepo, history: FileHistory, checkpoint: CheckpointInfo,
                  then: FileHistory | None, *, force: bool = False) -> FilesRestored:
-    """Put back every file changed after ``checkpoint`` as it was then (``/rewind N --files``).
+    """Put back every file changed after ``checkpoint`` exactly as the checkpoint's snapshot
+    holds it (``/rewind N --files``; :meth:`ShadowRepo.rewind_changes`).
 
     Args:
         repo: the session's shadow repository.
@@ -291,7 +294,15 @@ def rewind_files(repo: ShadowRepo, history: FileHistory, checkpoint: CheckpointI
     """
     entries = entries_since(history, checkpoint)
     pairs = [(e.before, e.after) for e in entries]
-    changes = repo.agent_changes(pairs) if pairs else []
+    target = checkpoint.snapshot
+    if target is not None:
+        try:
+            repo.get(target)
+        except SnapshotError as exc:
+            if exc.code != "not_found":
+                raise
+            target = None  # gone with a recreated repository: back to before the agent's changes
+    changes = repo.rewind_changes(target, pairs, [e.kind != "step" for e in entries]) if pairs else []
     done = _put_back(repo, changes, force, "rewind", checkpoint=checkpoint.number)
     if done.refused:
         return done

@@ -389,6 +389,63 @@ class ShadowRepo:
                         out.append(AgentChange(path, net[path], before, after, path in outside))
             return sorted(out, key=lambda c: c.path)
 
+    def rewind_changes(self, target: SnapshotRef | None, steps: Sequence[tuple[SnapshotRef, SnapshotRef]],
+                       restores: Sequence[bool] = ()) -> list[AgentChange]:
+        """What going back to ``target`` puts back: each path the entries ``steps`` changed, as ``target`` holds it.
+
+        The paths are those :meth:`agent_changes` finds over ``steps`` (the agent's steps
+        and amos's own restores since a checkpoint, oldest first). Each goes back to its
+        state in ``target`` (the checkpoint's snapshot), not to its state before the
+        first entry: after an ``/undo --force`` the undo's "before" holds what it
+        overwrote, which is not what the checkpoint held. A path ``target`` does not know
+        (ignored then) goes back to its state before the first entry, as before. A path
+        that ``target`` already holds as the entries left it is not touched. When the
+        first entry touching a path is an agent step (``restores[i]`` False) whose state
+        before differs from ``target``, something else changed the path after the
+        checkpoint and before the agent: it is marked ``outside`` (a conflict unless forced).
+
+        Args:
+            target: the checkpoint's snapshot, or None (then this is :meth:`agent_changes`).
+            steps: ``(before, after)`` pairs, oldest first.
+            restores: per pair, True when it is a restore amos made (``/undo``, a rewind).
+
+        Raises:
+            SnapshotError: ``not_found`` for an unknown id.
+        """
+        from amos.snapshots.state import change_between, entries
+
+        changes = self.agent_changes(steps)
+        if target is None or not changes:
+            return changes
+        with self._op(write=False):
+            goal = self._reader.resolve(target)
+            firsts = [self._reader.resolve(b) for b, _ in steps]
+            until = self._head()
+            paths = [c.path for c in changes]
+            want = entries(self._reader, self._reader.load(goal), paths, until=until)
+            had: dict[str, object] = {}
+            left: dict[str, object] = {}
+            for attr, found in (("before", had), ("after", left)):
+                groups: dict[str, list[str]] = {}
+                for c in changes:
+                    groups.setdefault(getattr(c, attr), []).append(c.path)
+                for commit, group in groups.items():
+                    found.update(entries(self._reader, self._reader.load(commit), group, until=until))
+            out = []
+            for c in changes:
+                goal_entry = want[c.path]
+                if goal_entry is None:  # the checkpoint's snapshot does not know it: back to before the agent
+                    out.append(c)
+                    continue
+                if goal_entry == left[c.path]:
+                    continue  # already as the checkpoint had it once the entries were done
+                index = firsts.index(c.before) if c.before in firsts else -1
+                by_agent = index >= 0 and not (restores[index] if index < len(restores) else False)
+                outside = c.outside or (by_agent and had[c.path] != goal_entry)
+                change = change_between(goal_entry, left[c.path]) or c.change
+                out.append(AgentChange(c.path, change, goal, c.after, outside))
+            return out
+
     # ------------------------------------------------------------------ restoring
 
     def conflicts(self, paths: Sequence[str], expected: SnapshotRef | Mapping[str, SnapshotRef]) -> list[Conflict]:
