@@ -150,3 +150,36 @@ def test_sessions_restore_files_takes_a_checkpoint_that_undoes_it(tmp_path, ws):
     again = cli("sessions", "restore", sid, "--checkpoint", str(newest["number"]), "--files")
     assert again.exit_code == 0, again.output
     assert _files(ws) == agent
+
+
+# ---------------------------------------------------------------------------- 2: nested git repositories
+
+
+def _tree_digest(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): (p.read_bytes() if p.is_file() else b"<dir>")
+            for p in sorted(folder.rglob("*"))}
+
+
+def test_files_inside_a_nested_repository_are_snapshotted_and_undone_without_touching_its_git(tmp_path, ws):
+    vendored = ws / "vendor" / "lib"
+    vendored.mkdir(parents=True)
+    (vendored / "lib.py").write_text("print('vendored')\n")
+    (vendored / ".gitignore").write_text("*.log\n")
+    (vendored / "build.log").write_text("its own ignored log\n")
+    _git(vendored, "init", "-q")
+    _git(vendored, "add", "lib.py", ".gitignore")
+    _git(vendored, "commit", "-qm", "vendored")
+    nested_git = _tree_digest(vendored / ".git")
+    before = _files(ws)
+
+    doc = _run(tmp_path, ws, [
+        {"tool_calls": [_call("run_command", command="printf changed > vendor/lib/lib.py"),
+                        _call("write_file", path="vendor/lib/new.py", content="new\n")]},
+        {"text": "done"}])
+    assert {"path": "vendor/lib/lib.py", "change": "modified"} in doc["files_changed"]
+    assert {"path": "vendor/lib/new.py", "change": "added"} in doc["files_changed"]
+
+    result = cli("run", "--session", doc["session_id"], "/undo")
+    assert result.exit_code == 0, result.output
+    assert _files(ws) == before
+    assert _tree_digest(vendored / ".git") == nested_git  # its .git never touched

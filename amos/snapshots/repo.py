@@ -86,6 +86,7 @@ class ShadowRepo:
         self._stat_cache: dict[str, int] | None = None
         self._index_tree: str | None = None
         self._excludes: Path | None = None
+        self._big_nested: set[str] = set()
         self._exclude = [Path(p).expanduser().absolute() for p in exclude]
 
     # ------------------------------------------------------------------ opening and locking
@@ -534,6 +535,7 @@ class _CachingScanner(Scanner):
     def __init__(self, repo: ShadowRepo):
         super().__init__(repo._git, repo.work_tree, repo.max_file_bytes, repo.max_workspace_bytes,
                          refresh=repo._stat_cache is None, cache=repo._stat_cache, tree=repo._index_tree)
+        self.big_nested = repo._big_nested
         self._repo = repo
 
     def run(self, include, *, restore: bool = False, defer_tree: bool = False):
