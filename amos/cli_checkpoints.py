@@ -88,7 +88,9 @@ def restore(
     are never touched.
 
     Exit codes: 0 restored, 1 refused (files changed after the agent; nothing was
-    restored) or a file could not be written, 2 bad input (unknown session or checkpoint).
+    restored), a file could not be written, or a file has no copy to restore (ignored
+    and changed by a command, or too large: the others were restored), 2 bad input
+    (unknown session or checkpoint).
 
     Examples:
 
@@ -106,7 +108,7 @@ def restore(
     for warning in done.warnings:
         typer.echo(printable(f"amos: warning: {warning}"), err=True)
     resolved, undo = done.session_id, done.undo_checkpoint
-    code = 1 if done.refused or (done.files is not None and done.files.failed) else 0
+    code = 1 if done.refused or (done.files is not None and (done.files.failed or done.files.unavailable)) else 0
     if json_out:
         typer.echo(json.dumps({"session_id": resolved, "restored": checkpoint, "undo_checkpoint": undo,
                                "messages": done.messages, "what": done.what, "conversation": done.conversation,
@@ -139,7 +141,7 @@ def _files_line(files, checkpoint: int) -> str:
     if files.forced:
         text += "; overwritten although changed after the agent: " + ", ".join(p for p, _ in files.conflicts)
     if files.unavailable:
-        text += "; not restorable: " + "; ".join(f"{p} ({r})" for p, r in files.unavailable[:10])
+        text += "; NOT restored, no copy was kept: " + "; ".join(f"{p} ({r})" for p, r in files.unavailable[:10])
     if files.failed:
         text += "; FAILED: " + "; ".join(f"{p} ({r})" for p, r in files.failed[:10])
     return text

@@ -183,3 +183,35 @@ def test_files_inside_a_nested_repository_are_snapshotted_and_undone_without_tou
     assert result.exit_code == 0, result.output
     assert _files(ws) == before
     assert _tree_digest(vendored / ".git") == nested_git  # its .git never touched
+
+
+# ---------------------------------------------------------------------------- 1, 6: what cannot be put back is said
+
+
+def test_ignored_files_a_command_changed_are_listed_and_undo_says_it_cannot_put_them_back(tmp_path, ws):
+    (ws / ".gitignore").write_text("*.log\nbuild/\n")
+    (ws / "app.log").write_text("the user's log\n")
+    (ws / "build").mkdir()
+    (ws / "build" / "out.o").write_text("object\n")
+    script = write_script(tmp_path, [
+        {"tool_calls": [_call("run_command", command="printf agent > keep.txt && printf new >> app.log && "
+                                                      "rm build/out.o")]},
+        {"text": "done"}])
+    result = cli("run", "--script", str(script), "--workspace", str(ws), "--yes", "go")
+    assert result.exit_code == 0, result.output
+    assert "app.log (modified; not restorable" in result.stderr and "build/ (modified; not restorable" in result.stderr
+    sid = next((Path(os.environ["AMOS_HOME"]) / "data" / "snapshots").iterdir()).name
+
+    code, undo = cli_json("run", "--session", sid, "/undo")
+    assert code == 1 and undo["ok"] is False and undo["error"]["code"] == "NOT_RESTORABLE", undo
+    assert undo["result"]["restored"] == ["keep.txt"] and (ws / "keep.txt").read_text() == "original\n"
+    assert [u["path"] for u in undo["result"]["unavailable"]] == ["app.log", "build/"]
+    assert "NOT put back, no copy was kept: app.log" in undo["error"]["message"]
+
+
+def test_json_lists_ignored_files_a_command_changed_as_not_restorable(tmp_path, ws):
+    (ws / ".gitignore").write_text(".env\n")
+    (ws / ".env").write_text("TOKEN=1\n")
+    doc = _run(tmp_path, ws, [{"tool_calls": [_call("run_command", command="rm .env")]}, {"text": "done"}])
+    assert doc["files_changed"] == [{"path": ".env", "change": "deleted",
+                                     "not_restorable": "ignored by the ignore rules, so no copy was kept"}]

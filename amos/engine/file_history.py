@@ -43,6 +43,8 @@ _PUT_BACK = {
     "type": "put back (the agent had replaced it by another kind of file)",
 }
 _INVERSE = {"added": "deleted", "deleted": "added"}
+FILE_WORDS = {"added": "created", "deleted": "deleted", "modified": "modified", "mode": "permissions changed",
+              "type": "replaced by another kind of file"}
 
 
 def failure(code: str, message: str, exit_code: int = 1) -> SnapshotError:
@@ -140,7 +142,7 @@ class FileDiffReport:
 def last_undoable(history: FileHistory) -> FileStep | None:
     """The newest ``step`` entry that changed files and was not undone, or None."""
     return next((e for e in reversed(history.steps)
-                 if e.kind == "step" and not e.undone and e.files and e.after is not None), None)
+                 if e.kind == "step" and not e.undone and (e.files or e.unrestorable) and e.after is not None), None)
 
 
 def entries_since(history: FileHistory, checkpoint: CheckpointInfo) -> list[FileStep]:
@@ -181,9 +183,32 @@ def run_changes(repo: ShadowRepo, history: FileHistory, execution_id: str) -> li
     Raises:
         SnapshotError: the repository cannot be read.
     """
-    pairs = [(e.before, e.after) for e in history.steps
-             if e.kind == "step" and e.execution_id == execution_id and e.after is not None]
-    return change_rows(repo.agent_changes(pairs)) if pairs else []
+    steps = [e for e in history.steps if e.kind == "step" and e.execution_id == execution_id and e.after is not None]
+    pairs = [(e.before, e.after) for e in steps]
+    rows = change_rows(repo.agent_changes(pairs)) if pairs else []
+    return rows + unrestorable_rows(steps, {r["path"] for r in rows})
+
+
+def unrestorable_rows(entries: Sequence[FileStep], known: set[str] | None = None) -> list[dict[str, str]]:
+    """The ``unrestorable`` rows of ``entries`` (ignored files a command changed), each path
+    once, newest row winning, paths in ``known`` left out."""
+    found: dict[str, dict[str, str]] = {}
+    for entry in entries:
+        for row in entry.unrestorable:
+            if row["path"] not in (known or set()):
+                found[row["path"]] = dict(row)
+    return [found[p] for p in sorted(found)]
+
+
+def _unavailable(entries: Sequence[FileStep], done: FilesRestored) -> FilesRestored:
+    """``done`` with the ignored files ``entries`` changed (no copy kept) among ``unavailable``."""
+    from dataclasses import replace
+
+    have = {p for p, _ in done.unavailable} | set(done.restored)
+    more = tuple((r["path"], f"{FILE_WORDS.get(r['change'], r['change'])} by a command; "
+                             f"{r.get('not_restorable') or 'no copy was kept'}")
+                 for r in unrestorable_rows(entries) if r["path"] not in have)
+    return replace(done, unavailable=done.unavailable + more) if more else done
 
 
 def settle_open_steps(repo: ShadowRepo, history: FileHistory) -> list[FileStep]:
@@ -270,6 +295,7 @@ def undo_files(repo: ShadowRepo, history: FileHistory, *, force: bool = False) -
                      interrupted=step.interrupted)
     if done.refused:
         return done
+    done = _unavailable([step], done)
     step.undone = True
     _record(history, done, "undo", step.seq)
     if done.restored:
@@ -306,6 +332,7 @@ def rewind_files(repo: ShadowRepo, history: FileHistory, checkpoint: CheckpointI
     done = _put_back(repo, changes, force, "rewind", checkpoint=checkpoint.number)
     if done.refused:
         return done
+    done = _unavailable([e for e in entries if e.kind == "step" and not e.undone], done)
     undone_then = {e.seq: e.undone for e in then.steps} if then is not None else {}
     for entry in history.steps:
         if entry.kind != "step":

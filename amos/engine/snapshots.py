@@ -95,6 +95,7 @@ class SnapshotGate(Gate):
         self._run: RunState | None = None
         self._before: str | None = None
         self._open: int | None = None  # the seq of this step's history entry
+        self._unkept: Any = None  # the ignored files' scan before a step that may run anything
         self._step = 0
         self._failed = False
 
@@ -160,6 +161,12 @@ class SnapshotGate(Gate):
         if self.history.open_steps():
             await self._settle(run, repo)
         snap = await self._snapshot(run, repo, f"step {step}: before {call.tool_name}", include)
+        self._unkept = None
+        if snap is not None and any(c.valid and c.effect == "unknown" for c in (call, *round.calls)):
+            try:  # a command may change ignored files no snapshot keeps: list what it changes
+                self._unkept = await asyncio.to_thread(self.locked, repo.unkept)
+            except Exception:  # noqa: BLE001 - without the scan such changes go unlisted, as before
+                self._unkept = None
         if snap is not None:
             self._before, self._step = snap.id, step
             entry = self.history.add(FileStep(seq=0, kind="step", execution_id=run.execution_id, step=step,
@@ -222,34 +229,41 @@ class SnapshotGate(Gate):
         self._report(run, snap)
         return snap
 
-    def _after(self, run: RunState, before: str) -> tuple[Snapshot, list[dict[str, str]]] | Exception:
-        """Snapshot after the step and what it changed (blocking; errors returned, not raised)."""
+    def _after(self, run: RunState, before: str) -> tuple[Snapshot, list[dict[str, str]], list[dict[str, str]]] | Exception:
+        """Snapshot after the step, what it changed, and what changed among the ignored
+        files no snapshot keeps (blocking; errors returned, not raised)."""
+        from amos.snapshots.unkept import changes as unkept_changes
+
         repo = self._repo
         assert repo is not None
+        scan, self._unkept = self._unkept, None
         try:
             with self._lock:
                 snap = repo.snapshot(f"step {self._step}: after")
                 changes = repo.agent_changes([(before, snap.id)])
+                unkept = unkept_changes(scan, repo.unkept()) if scan is not None else []
         except Exception as exc:  # noqa: BLE001 - reported on the loop by _record
             return exc
-        return snap, [{"path": c.path, "change": c.change} for c in changes]
+        kept = {c.path for c in changes}
+        return (snap, [{"path": c.path, "change": c.change} for c in changes],
+                [row for row in unkept if row["path"] not in kept])
 
     def _record(self, run: RunState, before: str,
-                found: tuple[Snapshot, list[dict[str, str]]] | Exception) -> None:
+                found: tuple[Snapshot, list[dict[str, str]], list[dict[str, str]]] | Exception) -> None:
         if isinstance(found, Exception):
             self._fail(run, found)
             return
-        snap, files = found
+        snap, files, unkept = found
         self._report(run, snap)
         history = self.history
         seq, self._open = self._open, None
         entry = next((e for e in history.steps if e.seq == seq), None)
-        if entry is None and files:  # the open entry is gone (should not happen): record the step anew
+        if entry is None and (files or unkept):  # the open entry is gone (should not happen): record anew
             entry = history.add(FileStep(seq=0, kind="step", execution_id=run.execution_id, step=self._step,
                                          before=before, after=None))
         if entry is not None:
-            if files:
-                entry.after, entry.files = snap.id, files
+            if files or unkept:
+                entry.after, entry.files, entry.unrestorable = snap.id, files, unkept
             else:
                 history.drop_open(entry)
         history.head = snap.id

@@ -28,7 +28,9 @@ UNDO_DETAILS = (
     "/undo --force   also overwrite files changed after the agent's change (by you or another program);\n"
     "                without it nothing is restored and those files are listed. Their current state is\n"
     "                snapshotted first either way, so nothing is lost.\n"
-    "/undo again goes one step further back.")
+    "/undo again goes one step further back. A file no snapshot holds a copy of (ignored by your ignore\n"
+    "                rules and changed by a command, or too large) is listed as not put back, and /undo\n"
+    "                fails (exit 1) although the other files were put back.")
 REWIND_DETAILS = (
     "/rewind                 list the checkpoints: number, time, the prompt, whether files were recorded\n"
     "/rewind N               go back to checkpoint N: the files the agent changed since, and the\n"
@@ -177,10 +179,13 @@ def _files_text(done: Any, what: str, by: str = "by the agent") -> tuple[bool, s
         text += (f"; step {done.step} was cut short (amos was stopped during it), so what it changed was taken as "
                  "everything that differed from the snapshot before it when amos next opened the session")
     if done.unavailable:
-        text += "; not restorable (no copy kept): " + "; ".join(f"{p} ({r})" for p, r in done.unavailable[:10])
+        more = f" and {len(done.unavailable) - 10} more" if len(done.unavailable) > 10 else ""
+        text += ("; NOT put back, no copy was kept: " + "; ".join(f"{p} ({r})" for p, r in done.unavailable[:10])
+                 + more)
     if done.failed:
         text += "; FAILED: " + "; ".join(f"{p} ({r})" for p, r in done.failed[:10])
-    return not done.failed, ("RESTORE_FAILED" if done.failed else None), text
+    code = "RESTORE_FAILED" if done.failed else "NOT_RESTORABLE" if done.unavailable else None
+    return code is None, code, text
 
 
 async def finish_files(runner: Any, line: str) -> Any:
@@ -190,7 +195,7 @@ async def finish_files(runner: Any, line: str) -> Any:
         The final ``SlashResult`` (``save`` set when the session changed; ``action
         reload_session`` after a conversation restore).
     """
-    parsed_line = parse_line(line)
+    parsed_line = parse_line(line)  # exit 1 (not ok) when anything was refused, failed or not restorable
     cmd = parse_files_command(parsed_line.name or "", parsed_line.rest)
     try:
         if cmd.name == "undo":

@@ -19,11 +19,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from amos.errors import SnapshotError
-from amos.snapshots import ignore, repair
+from amos.snapshots import ignore, repair, unkept
 from amos.snapshots.capture import Scanner, _size_text
 from amos.snapshots.git import Git, commit_packed
 from amos.snapshots.models import AgentChange, Conflict, FileChange, RestoreResult, Snapshot
 from amos.snapshots.state import State, StateReader, compare
+from amos.snapshots.unkept import UnkeptScan
 
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 DEFAULT_MAX_WORKSPACE_BYTES = 500 * 1024 * 1024
@@ -263,6 +264,22 @@ class ShadowRepo:
         self._reader.remember(commit, cap.tree, created, first, cap.manifest)
         return Snapshot(commit, created, first, cap.manifest.files, cap.manifest.bytes,
                         tuple(cap.skipped), cap.exceeded, tuple(notes))
+
+    def unkept(self) -> UnkeptScan:
+        """A stat scan of the ignored files no snapshot keeps (:mod:`amos.snapshots.unkept`).
+
+        Take one before and one after a step that may run anything; ``unkept.changes``
+        of the two lists what changed there and cannot be restored.
+
+        Raises:
+            SnapshotError: git failed.
+        """
+        with self._op(write=False):
+            self._sync_excludes()
+            skip = [folder.relative_to(self.work_tree).as_posix() + "/"
+                    for folder in (*self._exclude, self.git_dir.parent, self.git_dir)
+                    if _inside(folder, self.work_tree) and folder != self.work_tree]
+            return unkept.scan(self._git, str(self.work_tree), skip)
 
     def get(self, snapshot: SnapshotRef) -> Snapshot:
         """The record of a snapshot by id (or unique prefix). Raises ``SnapshotError('not_found')``."""
