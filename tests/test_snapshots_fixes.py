@@ -215,3 +215,29 @@ def test_json_lists_ignored_files_a_command_changed_as_not_restorable(tmp_path, 
     doc = _run(tmp_path, ws, [{"tool_calls": [_call("run_command", command="rm .env")]}, {"text": "done"}])
     assert doc["files_changed"] == [{"path": ".env", "change": "deleted",
                                      "not_restorable": "ignored by the ignore rules, so no copy was kept"}]
+
+
+# ---------------------------------------------------------------------------- 6: amos diff
+
+
+def test_amos_diff_never_shows_a_file_too_large_to_keep_as_new(tmp_path, ws):
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"checkpoints": {"max_file_bytes": 100}}))
+    (ws / "big.txt").write_text("x" * 300)
+    doc = _run(tmp_path, ws, [{"tool_calls": [_call("run_command", command="printf small > big.txt")]},
+                              {"text": "done"}], config=cfg)
+    result = cli("diff", doc["session_id"], "--config", str(cfg))
+    assert result.exit_code == 0, result.output
+    assert "new file" not in result.stdout and "+small" not in result.stdout
+    assert "# modified: big.txt (was larger than checkpoints.max_file_bytes" in result.stdout
+
+
+def test_amos_diff_stat_is_one_git_like_block(tmp_path, ws):
+    doc = _run(tmp_path, ws, [{"tool_calls": [_call("write_file", path="keep.txt", content="one\ntwo\n")]},
+                              {"tool_calls": [_call("run_command", command="rm gone.txt")]},
+                              {"text": "done"}])
+    result = cli("diff", doc["session_id"], "--stat")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (" gone.txt | 1 -\n"
+                             " keep.txt | 3 ++-\n"
+                             " 2 files changed, 2 insertions(+), 2 deletions(-)\n")

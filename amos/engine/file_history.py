@@ -364,17 +364,65 @@ def diff_files(repo: ShadowRepo, entries: Sequence[FileStep], *, since: str, sta
                color: bool = False) -> FileDiffReport:
     """The diff, for every file ``entries`` changed, from its state before them to the workspace now.
 
+    Files whose state before comes from different snapshots are diffed group by group;
+    ``stat`` joins the groups into one ``git diff --stat``-like block.
+
     Raises:
         SnapshotError: the repository cannot be read.
     """
-    pairs = [(e.before, e.after) for e in entries]
+    pairs = [(e.before, e.after) for e in entries if e.after is not None]
     changes = repo.agent_changes(pairs) if pairs else []
     groups: dict[str, list[str]] = {}
     for change in changes:
         groups.setdefault(change.before, []).append(change.path)
-    texts = [repo.diff(before, None, stat=stat, color=color, paths=paths) for before, paths in groups.items()]
-    return FileDiffReport(text="".join(t for t in texts if t), files=change_rows(changes), since=since, stat=stat)
+    if stat:
+        rows: list[tuple[str, str, str]] = []
+        notes: list[str] = []
+        for before, paths in groups.items():
+            found, more = repo.numstat(before, None, paths=paths)
+            rows += found
+            notes += more
+        text = stat_block(sorted(rows, key=lambda r: r[2]), notes)
+    else:
+        text = "".join(t for t in (repo.diff(before, None, color=color, paths=paths) for before, paths in groups.items())
+                       if t)
+    return FileDiffReport(text=text, files=change_rows(changes), since=since, stat=stat)
+
+
+def stat_block(rows: Sequence[tuple[str, str, str]], notes: Sequence[str] = (), width: int = 80) -> str:
+    """One ``git diff --stat``-like block from ``--numstat`` rows ``(added, deleted, path)``.
+
+    Binary files (``-``) show ``Bin``; the bars are scaled to fit ``width`` columns; the
+    ``# ...`` notes (permissions, files too large to keep) follow the summary line.
+    """
+    if not rows and not notes:
+        return ""
+    lines = []
+    if rows:
+        name_w = max(len(path) for _, _, path in rows)
+        counts = [(int(a) + int(d)) if a != "-" else None for a, d, _ in rows]
+        num_w = max(len(str(c)) if c is not None else 3 for c in counts)
+        room = max(10, width - name_w - num_w - 5)
+        most = max((c for c in counts if c is not None), default=0)
+        for (a, d, path), total in zip(rows, counts, strict=True):
+            if total is None:
+                lines.append(f" {path:<{name_w}} | {'Bin':>{num_w}}")
+                continue
+            plus, minus = int(a), int(d)
+            if most > room:
+                plus, minus = (-(-plus * room // most) if plus else 0), (-(-minus * room // most) if minus else 0)
+            lines.append(f" {path:<{name_w}} | {total:>{num_w}} {'+' * plus}{'-' * minus}".rstrip())
+        added = sum(int(a) for a, _, _ in rows if a != "-")
+        deleted = sum(int(d) for _, d, _ in rows if d != "-")
+        summary = f" {len(rows)} file{'s' if len(rows) != 1 else ''} changed"
+        if added or not deleted:
+            summary += f", {added} insertion{'s' if added != 1 else ''}(+)"
+        if deleted or not added:
+            summary += f", {deleted} deletion{'s' if deleted != 1 else ''}(-)"
+        lines.append(summary)
+    return "\n".join([*lines, *notes]) + "\n"
 
 
 __all__ = ["FileDiffReport", "FilesRestored", "diff_files", "entries_since", "latest_run_steps", "last_undoable",
-           "restore_note", "rewind_files", "run_changes", "undo_files"]
+           "restore_note", "rewind_files", "run_changes", "settle_open_steps", "stat_block", "undo_files",
+           "unrestorable_rows"]

@@ -332,29 +332,55 @@ class ShadowRepo:
         """A unified diff from ``a`` to ``b`` (None: the workspace now), as ``git diff`` prints it.
 
         What git cannot show (exact permission bits, empty folders, files too large to
-        keep) follows as ``# ...`` lines.
+        keep) follows as ``# ...`` lines; a file too large to keep on either side is
+        never shown by git as created or deleted (one of its trees lacks it), only in
+        such a line.
 
         Args:
             stat: a ``--stat`` summary instead of the full diff.
             color: ANSI colors (for a terminal); plain otherwise.
             paths: only these paths (e.g. the files the agent changed); None: all.
         """
+        args = ["diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--color=always" if color else "--no-color"]
+        text, notes = self._diff_parts(a, b, paths, [*args, "--stat"] if stat else args)
+        if notes:
+            text += ("\n" if text and not text.endswith("\n") else "") + "\n".join(notes) + "\n"
+        return text
+
+    def numstat(self, a: SnapshotRef, b: SnapshotRef | None = None, *, paths: Sequence[str] | None = None
+                ) -> tuple[list[tuple[str, str, str]], list[str]]:
+        """``git diff --numstat`` rows ``(added, deleted, path)`` (``-`` for binary) and the
+        ``# ...`` notes of :meth:`diff`, for one ``--stat`` block over many diffs."""
+        text, notes = self._diff_parts(a, b, paths, ["diff", "--no-ext-diff", "--no-textconv", "--no-renames",
+                                                    "--numstat", "-z"])
+        rows = []
+        for item in text.split("\0"):
+            if item.count("\t") >= 2:
+                added, deleted, path = item.split("\t", 2)
+                rows.append((added, deleted, path))
+        return rows, notes
+
+    def _diff_parts(self, a: SnapshotRef, b: SnapshotRef | None, paths: Sequence[str] | None,
+                    args: list[str]) -> tuple[str, list[str]]:
         only = None if paths is None else [self._rel(p) for p in paths]
         with self._op(write=b is None):
-            sa, sb, until = self._states(a, b)
-            args = ["diff", "--no-ext-diff", "--no-textconv", "--no-renames",
-                    "--color=always" if color else "--no-color"]
-            if stat:
-                args.append("--stat")
             if only is not None and not only:
-                return ""
-            pathspec = ["--", *only] if only is not None else []
-            text = self._git.run([*args, sa.tree, sb.tree, *pathspec]).decode("utf-8", errors="replace")
+                return "", []
+            sa, sb, until = self._states(a, b)
+            changed = [c for c in compare(self._reader, sa, sb, until=until) if only is None or c.path in only]
+            big = {p: (sa.manifest.skipped.get(p) or sb.manifest.skipped.get(p)) for p, _ in changed
+                   if p in sa.manifest.skipped or p in sb.manifest.skipped}
+            shown = [p for p in (only if only is not None else [c.path for c in changed])
+                     if p not in big and not p.endswith("/")]
+            text = ""
+            if shown:
+                text = self._git.run([*args, sa.tree, sb.tree, "--", *shown]).decode("utf-8", errors="replace")
             notes = []
-            for path, change in compare(self._reader, sa, sb, until=until):
-                if only is not None and path not in only:
-                    continue
-                if path.endswith("/"):
+            for path, change in changed:
+                if path in big:
+                    was = "was" if path in sa.manifest.skipped else "is now"
+                    notes.append(f"# {change}: {path} ({was} {big[path][0]}; no copy kept, so no line diff)")
+                elif path.endswith("/"):
                     notes.append(f"# folder {change}: {path}" if change != "mode" else
                                  f"# mode {sa.manifest.folder_perms(path):04o} -> "
                                  f"{sb.manifest.folder_perms(path):04o}: {path}")
@@ -364,9 +390,7 @@ class ShadowRepo:
                                  f"{sb.manifest.file_perms(path, exe):04o}: {path}")
                 elif sa.files.get(path) == sb.files.get(path):
                     notes.append(f"# {change} (not kept in snapshots, see skipped files): {path}")
-            if notes:
-                text += ("\n" if text and not text.endswith("\n") else "") + "\n".join(notes) + "\n"
-            return text
+            return text, notes
 
     def agent_changes(self, steps: Sequence[tuple[SnapshotRef, SnapshotRef]]) -> list[AgentChange]:
         """What the agent changed over ``steps``, with the snapshots to undo each path.
