@@ -105,7 +105,7 @@ def restore(
         done = _open(config).restore(session_id, checkpoint, what=_part(files, conversation, both), force=force)
     except AmosError as exc:
         _fail(exc, json_out)
-    for warning in done.warnings:
+    for warning in [*done.warnings, *(done.files.notes if done.files is not None else ())]:
         typer.echo(printable(f"amos: warning: {warning}"), err=True)
     resolved, undo = done.session_id, done.undo_checkpoint
     code = 1 if done.refused or (done.files is not None and (done.files.failed or done.files.unavailable)) else 0

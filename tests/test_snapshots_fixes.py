@@ -241,3 +241,29 @@ def test_amos_diff_stat_is_one_git_like_block(tmp_path, ws):
     assert result.stdout == (" gone.txt | 1 -\n"
                              " keep.txt | 3 ++-\n"
                              " 2 files changed, 2 insertions(+), 2 deletions(-)\n")
+
+
+# ---------------------------------------------------------------------------- 7: a damaged shadow repository
+
+
+def test_a_shadow_repository_without_head_is_repaired_in_place_and_undo_still_works(tmp_path, ws, amos_home):
+    doc = _run(tmp_path, ws, [{"tool_calls": [_call("write_file", path="keep.txt", content="agent\n")]},
+                              {"text": "done"}])
+    git_dir = amos_home / "data" / "snapshots" / doc["session_id"] / "git"
+    (git_dir / "HEAD").unlink()  # as a crash between git's writes can leave it
+    result = cli("run", "--session", doc["session_id"], "/undo")
+    assert result.exit_code == 0, result.output
+    assert (ws / "keep.txt").read_text() == "original\n"
+    assert "snapshot repository" in result.output and "repaired" in result.output
+
+
+def test_a_recreated_shadow_repository_is_said_and_undo_names_why_it_cannot(tmp_path, ws, amos_home):
+    doc = _run(tmp_path, ws, [{"tool_calls": [_call("write_file", path="keep.txt", content="agent\n")]},
+                              {"text": "done"}])
+    git_dir = amos_home / "data" / "snapshots" / doc["session_id"] / "git"
+    shutil.rmtree(git_dir / "objects")
+    (git_dir / "objects").write_text("not a folder")  # beyond repair
+    result = cli("run", "--session", doc["session_id"], "/undo")
+    assert result.exit_code == 1
+    assert "recreated" in result.stderr and "earlier snapshots" in result.stderr, result.output
+    assert "Traceback" not in result.output

@@ -200,6 +200,14 @@ def unrestorable_rows(entries: Sequence[FileStep], known: set[str] | None = None
     return [found[p] for p in sorted(found)]
 
 
+def _noted(repo: ShadowRepo, seen: int, done: FilesRestored) -> FilesRestored:
+    """``done`` with what the repository warned of since ``seen`` (a repair) as its notes."""
+    from dataclasses import replace
+
+    notes = tuple(dict.fromkeys(repo.warnings[seen:]))
+    return replace(done, notes=done.notes + notes) if notes else done
+
+
 def _unavailable(entries: Sequence[FileStep], done: FilesRestored) -> FilesRestored:
     """``done`` with the ignored files ``entries`` changed (no copy kept) among ``unavailable``."""
     from dataclasses import replace
@@ -285,6 +293,7 @@ def undo_files(repo: ShadowRepo, history: FileHistory, *, force: bool = False) -
     Raises:
         SnapshotError: ``nothing_to_undo`` (exit 1); the repository failed.
     """
+    seen = len(repo.warnings)
     settle_open_steps(repo, history)
     step = last_undoable(history)
     if step is None:
@@ -293,6 +302,7 @@ def undo_files(repo: ShadowRepo, history: FileHistory, *, force: bool = False) -
     changes = repo.agent_changes([(step.before, step.after)])
     done = _put_back(repo, changes, force, "undo", step=step.step, execution_id=step.execution_id,
                      interrupted=step.interrupted)
+    done = _noted(repo, seen, done)
     if done.refused:
         return done
     done = _unavailable([step], done)
@@ -318,6 +328,7 @@ def rewind_files(repo: ShadowRepo, history: FileHistory, checkpoint: CheckpointI
     Raises:
         SnapshotError: ``no_file_record`` / ``pruned`` (exit 1); the repository failed.
     """
+    seen = len(repo.warnings)
     entries = entries_since(history, checkpoint)
     pairs = [(e.before, e.after) for e in entries]
     target = checkpoint.snapshot
@@ -329,7 +340,7 @@ def rewind_files(repo: ShadowRepo, history: FileHistory, checkpoint: CheckpointI
                 raise
             target = None  # gone with a recreated repository: back to before the agent's changes
     changes = repo.rewind_changes(target, pairs, [e.kind != "step" for e in entries]) if pairs else []
-    done = _put_back(repo, changes, force, "rewind", checkpoint=checkpoint.number)
+    done = _noted(repo, seen, _put_back(repo, changes, force, "rewind", checkpoint=checkpoint.number))
     if done.refused:
         return done
     done = _unavailable([e for e in entries if e.kind == "step" and not e.undone], done)

@@ -162,6 +162,12 @@ def _paths(rows: Any, limit: int = 20) -> str:
 
 def _files_text(done: Any, what: str, by: str = "by the agent") -> tuple[bool, str | None, str]:
     """``(ok, error code, text)`` of a :class:`~amos.engine.FilesRestored`."""
+    ok, code, text = _restored_text(done, what, by)
+    notes = "\n".join(getattr(done, "notes", ()) or ())
+    return ok, code, (notes + "\n" + text if notes else text)
+
+
+def _restored_text(done: Any, what: str, by: str) -> tuple[bool, str | None, str]:
     if done.refused:
         listed = "; ".join(f"{p} ({r})" for p, r in done.conflicts[:20])
         return False, "FILES_CHANGED", (f"{what}: nothing was put back, because these files were changed after the "

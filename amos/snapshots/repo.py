@@ -114,21 +114,30 @@ class ShadowRepo:
         if not self._checked:
             self._git.check_version()
             self._excludes = ignore.user_excludes_file(self.work_tree, self._git.exe)
+        head_lost = repair.restore_head(self.git_dir)  # the rest is there: keep every snapshot
+        if head_lost:
+            warnings.append(f"snapshots: the snapshot repository {self.git_dir} had lost its HEAD file; it was "
+                            "repaired and its snapshots kept")
         if not repair.looks_like_repo(self.git_dir):
             if self.git_dir.exists() and any(self.git_dir.iterdir()):
                 broken = self.git_dir.with_name(self.git_dir.name + ".broken")
                 shutil.rmtree(broken, ignore_errors=True)
                 self.git_dir.rename(broken)
-                warnings.append(f"snapshots: {self.git_dir} was not a usable repository; it was moved "
-                                f"to {broken} and a new one started")
-            elif self.git_dir.exists():
-                self.git_dir.rmdir()
-            repair.init_repo(self.git_dir, self.work_tree)
+                repair.init_repo(self.git_dir, self.work_tree)
+                repair.mark_recreated(self.git_dir, f"the one before was not a usable repository; it was moved "
+                                                    f"to {broken}")
+                warnings.append(f"snapshots: the snapshot repository {self.git_dir} was not usable; it was "
+                                f"moved to {broken} and recreated, so earlier snapshots are lost (/undo and "
+                                "rewinds of the files changed before cannot put them back)")
+            else:
+                if self.git_dir.exists():
+                    self.git_dir.rmdir()
+                repair.init_repo(self.git_dir, self.work_tree)
         recorded = repair.recorded_workspace(self.git_dir)
         if recorded is not None and recorded != str(self.work_tree):
             raise SnapshotError("other_workspace", f"the snapshot repository {self.git_dir} belongs to "
                                                    f"the workspace {recorded}, not {self.work_tree}")
-        if (self.git_dir / repair.BUSY).exists() or (self.git_dir / "index.lock").exists():
+        if head_lost or (self.git_dir / repair.BUSY).exists() or (self.git_dir / "index.lock").exists():
             warnings += repair.repair(self._git, self.git_dir, self.work_tree, why="an interrupted snapshot")
             self._reader = StateReader(self._git)
             self._stat_cache = None
