@@ -267,3 +267,26 @@ def test_a_recreated_shadow_repository_is_said_and_undo_names_why_it_cannot(tmp_
     assert result.exit_code == 1
     assert "recreated" in result.stderr and "earlier snapshots" in result.stderr, result.output
     assert "Traceback" not in result.output
+
+
+# ---------------------------------------------------------------------------- 8, 9: what the lists and receipts say
+
+
+def test_rewind_lists_files_off_when_file_checkpoints_are_off(tmp_path, ws):
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"checkpoints": {"files": False}}))
+    doc = _run(tmp_path, ws, [{"text": "hi"}], config=cfg)
+    result = cli("run", "--session", doc["session_id"], "--config", str(cfg), "/rewind")
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.stdout.splitlines() if line.strip().startswith("1 "))
+    assert row.split()[3] == "off", result.stdout
+    assert "checkpoints.files is false" in result.stdout
+
+
+def test_a_no_save_receipt_does_not_offer_undo(tmp_path, ws):
+    script = write_script(tmp_path, [{"tool_calls": [_call("write_file", path="keep.txt", content="agent\n")]},
+                                     {"text": "done"}])
+    result = cli("run", "--script", str(script), "--workspace", str(ws), "--yes", "--no-save", "go")
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.stderr.splitlines() if "files changed:" in line)
+    assert "/undo puts" not in line and "not saved (--no-save)" in line

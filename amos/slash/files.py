@@ -143,12 +143,18 @@ def checkpoints_view(runner: Any, line: str) -> Any:
     if not rows:
         return _result(command=line, result={"checkpoints": []},
                        text="no checkpoints yet (one is taken at the end of every run and by /session save)")
+    snapshots = getattr(runner, "snapshots", None)
+    off = snapshots.why_off() if snapshots is not None else "file checkpoints are not wired into this host"
     lines = [f"{'N':>4}  {'TAKEN (UTC)':<19}  {'FILES':<5}  PROMPT"]
     for r in rows:
-        files = "yes" if r.file_seq is not None else "-"
+        files = "off" if off else "yes" if r.file_seq is not None else "-"
         lines.append(f"{r.number:>4}  {r.created_at[:19].replace('T', ' '):<19}  {files:<5}  {r.prompt or '-'}")
-    lines.append("go back with /rewind N (files and conversation), /rewind N --files or /rewind N --conversation")
-    return _result(command=line, result={"checkpoints": [r.model_dump() for r in rows]}, text="\n".join(lines))
+    if off:
+        lines.append(f"FILES off: {off}; /rewind N --conversation restores the conversation only")
+    else:
+        lines.append("go back with /rewind N (files and conversation), /rewind N --files or /rewind N --conversation")
+    return _result(command=line, result={"checkpoints": [r.model_dump() for r in rows], "files_off": off},
+                   text="\n".join(lines))
 
 
 # ---------------------------------------------------------------------------- the work
