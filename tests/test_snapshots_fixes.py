@@ -290,3 +290,20 @@ def test_a_no_save_receipt_does_not_offer_undo(tmp_path, ws):
     assert result.exit_code == 0, result.output
     line = next(line for line in result.stderr.splitlines() if "files changed:" in line)
     assert "/undo puts" not in line and "not saved (--no-save)" in line
+
+
+def test_a_rewind_lists_a_file_the_user_edited_after_the_checkpoint_before_the_agent_changed_it(tmp_path, ws):
+    doc = _run(tmp_path, ws, [{"tool_calls": [_call("run_command", command="true")]}, {"text": "looked"},
+                              {"tool_calls": [_call("edit_file", path="keep.txt", old_text="user",
+                                                    new_text="agent")]}, {"text": "done"}], "look")
+    sid = doc["session_id"]  # checkpoint 1 holds keep.txt "original"
+    (ws / "keep.txt").write_text("the user's edit\n")
+    _run(tmp_path, ws, [], "change", session=sid)
+    assert (ws / "keep.txt").read_text() == "the agent's edit\n"
+
+    code, refused = cli_json("sessions", "restore", sid, "--checkpoint", "1", "--files")
+    assert code == 1 and [c["path"] for c in refused["files"]["conflicts"]] == ["keep.txt"], refused
+    assert "since the checkpoint" in refused["files"]["conflicts"][0]["reason"]
+    assert (ws / "keep.txt").read_text() == "the agent's edit\n"
+    code, forced = cli_json("sessions", "restore", sid, "--checkpoint", "1", "--files", "--force")
+    assert code == 0 and (ws / "keep.txt").read_text() == "original\n", forced

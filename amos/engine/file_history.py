@@ -257,8 +257,8 @@ def _put_back(repo: ShadowRepo, changes: Sequence[AgentChange], force: bool, act
     rows = tuple({"path": c.path, "change": c.change} for c in changes)
     if not changes:
         return FilesRestored(action, **facts)
-    outside = tuple((c.path, "changed by something other than the agent between its changes")
-                    for c in changes if c.outside)
+    outside = tuple((c.path, "changed by something other than the agent since the checkpoint, before or "
+                             "between the agent's changes") for c in changes if c.outside)
     if not force:
         found = repo.conflicts([c.path for c in changes], {c.path: c.after for c in changes})
         conflicts = tuple(sorted({(c.path, c.reason) for c in found} | set(outside)))
