@@ -118,6 +118,11 @@ def test_rewind_files_after_undo_force_restores_the_checkpoints_bytes_not_the_ov
     result = cli("run", "--session", sid, "/rewind 2 --files")
     assert result.exit_code == 0, result.output
     assert _files(ws) == agent  # checkpoint 2's files: the agent's, not the edit /undo --force overwrote
+    assert "checkpoint 3: /rewind 3 --files puts them back" in result.stdout
+
+    (ws / "keep.txt").write_text("the user again\n")
+    code, refused = cli_json("run", "--session", sid, "/rewind 1 --files")
+    assert code == 1 and [c["path"] for c in refused["result"]["files"]["conflicts"]] == ["keep.txt"], refused
 
 
 def test_the_before_restore_checkpoint_undoes_a_restore_exactly(tmp_path, ws):

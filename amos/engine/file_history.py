@@ -251,6 +251,15 @@ def settle_open_steps(repo: ShadowRepo, history: FileHistory) -> list[FileStep]:
 # ---------------------------------------------------------------------------- restoring
 
 
+def _one_per_path(*groups: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """``(path, reason)`` rows, one per path (the first group's reason wins), sorted by path."""
+    found: dict[str, str] = {}
+    for group in groups:
+        for path, reason in group:
+            found.setdefault(path, reason)
+    return tuple(sorted(found.items()))
+
+
 def _put_back(repo: ShadowRepo, changes: Sequence[AgentChange], force: bool, action: str,
               **facts: Any) -> FilesRestored:
     """Restore ``changes`` (each path to its ``before``) unless a path changed since its ``after``."""
@@ -261,11 +270,11 @@ def _put_back(repo: ShadowRepo, changes: Sequence[AgentChange], force: bool, act
                              "between the agent's changes") for c in changes if c.outside)
     if not force:
         found = repo.conflicts([c.path for c in changes], {c.path: c.after for c in changes})
-        conflicts = tuple(sorted({(c.path, c.reason) for c in found} | set(outside)))
+        conflicts = _one_per_path([(c.path, c.reason) for c in found], outside)
         if conflicts:
             return FilesRestored(action, changes=rows, conflicts=conflicts, refused=True, **facts)
     result = repo.revert(changes, force=force)
-    conflicts = tuple(sorted({(c.path, c.reason) for c in result.conflicts} | (set(outside) if force else set())))
+    conflicts = _one_per_path([(c.path, c.reason) for c in result.conflicts], outside if force else ())
     return FilesRestored(
         action, restored=result.restored, changes=rows, conflicts=conflicts,
         unavailable=tuple((c.path, c.reason) for c in result.unavailable),

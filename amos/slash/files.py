@@ -148,7 +148,10 @@ def checkpoints_view(runner: Any, line: str) -> Any:
     lines = [f"{'N':>4}  {'TAKEN (UTC)':<19}  {'FILES':<5}  PROMPT"]
     for r in rows:
         files = "off" if off else "yes" if r.file_seq is not None else "-"
-        lines.append(f"{r.number:>4}  {r.created_at[:19].replace('T', ' '):<19}  {files:<5}  {r.prompt or '-'}")
+        prompt = r.prompt or "-"
+        if r.reason == "before_restore":
+            prompt = f"(before a restore) {prompt}"
+        lines.append(f"{r.number:>4}  {r.created_at[:19].replace('T', ' '):<19}  {files:<5}  {prompt}")
     if off:
         lines.append(f"FILES off: {off}; /rewind N --conversation restores the conversation only")
     else:
@@ -256,6 +259,9 @@ def _rewind_result(line: str, cmd: FilesCommand, rewound: Any, session_id: str) 
             if cmd.what == "both":
                 parts.append("The conversation was not restored either, so the two still agree.")
     parts += rewound.warnings
+    if rewound.files is not None and not rewound.conversation and rewound.undo_checkpoint is not None:
+        parts.append(f"the files as they were before are checkpoint {rewound.undo_checkpoint}: "
+                     f"/rewind {rewound.undo_checkpoint} --files puts them back")
     if rewound.conversation:
         parts.append(f"conversation restored to checkpoint {cmd.number} ({rewound.messages} messages); "
                      f"/session restore {rewound.undo_checkpoint} brings the conversation before back")
