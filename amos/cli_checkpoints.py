@@ -82,12 +82,15 @@ def restore(
     """Restore a session to checkpoint N: the files the agent changed since, and the
     conversation (both by default, so they never disagree). The conversation's current
     state becomes a new checkpoint first and the files' current state a new snapshot,
-    so a restore can be undone. Files changed after the agent's change (by you or
+    so a restore can be undone (--files too: restoring the checkpoint it names with
+    --files puts the files back exactly). Files changed after the agent's change (by you or
     another program) stop the restore unless --force; files the agent never changed
     are never touched.
 
     Exit codes: 0 restored, 1 refused (files changed after the agent; nothing was
-    restored) or a file could not be written, 2 bad input (unknown session or checkpoint).
+    restored), a file could not be written, or a file has no copy to restore (ignored
+    and changed by a command, or too large: the others were restored), 2 bad input
+    (unknown session or checkpoint).
 
     Examples:
 
@@ -102,10 +105,10 @@ def restore(
         done = _open(config).restore(session_id, checkpoint, what=_part(files, conversation, both), force=force)
     except AmosError as exc:
         _fail(exc, json_out)
-    for warning in done.warnings:
+    for warning in [*done.warnings, *(done.files.notes if done.files is not None else ())]:
         typer.echo(printable(f"amos: warning: {warning}"), err=True)
     resolved, undo = done.session_id, done.undo_checkpoint
-    code = 1 if done.refused or (done.files is not None and done.files.failed) else 0
+    code = 1 if done.refused or (done.files is not None and (done.files.failed or done.files.unavailable)) else 0
     if json_out:
         typer.echo(json.dumps({"session_id": resolved, "restored": checkpoint, "undo_checkpoint": undo,
                                "messages": done.messages, "what": done.what, "conversation": done.conversation,
@@ -114,6 +117,9 @@ def restore(
         raise typer.Exit(code)
     if done.files is not None:
         typer.echo(printable(_files_line(done.files, checkpoint)), err=code != 0)
+        if not done.conversation and undo is not None:
+            typer.echo(f"the files' state before is checkpoint {undo} (`amos sessions restore {resolved} "
+                       f"--checkpoint {undo} --files` undoes this)")
     if done.conversation:
         typer.echo(f"restored session {resolved} to checkpoint {checkpoint} ({done.messages} messages); "
                    f"the state before is checkpoint {undo} (`amos sessions restore {resolved} --checkpoint {undo} "
@@ -135,7 +141,7 @@ def _files_line(files, checkpoint: int) -> str:
     if files.forced:
         text += "; overwritten although changed after the agent: " + ", ".join(p for p, _ in files.conflicts)
     if files.unavailable:
-        text += "; not restorable: " + "; ".join(f"{p} ({r})" for p, r in files.unavailable[:10])
+        text += "; NOT restored, no copy was kept: " + "; ".join(f"{p} ({r})" for p, r in files.unavailable[:10])
     if files.failed:
         text += "; FAILED: " + "; ".join(f"{p} ({r})" for p, r in files.failed[:10])
     return text

@@ -39,6 +39,8 @@ from amos.events import (
     ToolCallStarted,
 )
 from amos.render import (
+    NO_SAVE_HINT,
+    UNDO_HINT,
     check_line,
     confirmation_lines,
     failing_output,
@@ -196,7 +198,7 @@ class Renderer:
             check = check_line(finished.receipt)
             if check:
                 self.err.write(f"  {printable(check)}\n")
-            files = files_changed_line(finished.files_changed)
+            files = files_changed_line(finished.files_changed, hint=UNDO_HINT if finished.session_path else NO_SAVE_HINT)
             if files:
                 self.err.write(f"  {printable(files)}\n")
             output = failing_output(finished.receipt)

@@ -115,18 +115,30 @@ FILE_CHANGE_WORDS = {"added": "created", "deleted": "deleted", "modified": "modi
 """How each kind of file change (issue 20 snapshots) reads for people."""
 
 
-def files_changed_line(rows: Sequence[dict[str, str]], limit: int = 8) -> str | None:
+UNDO_HINT = "/undo puts the last step's back, /diff shows them"
+NO_SAVE_HINT = "not saved (--no-save), so no later /undo or amos diff can reach them"
+
+
+def files_changed_line(rows: Sequence[dict[str, str]], limit: int = 8, *, hint: str = UNDO_HINT) -> str | None:
     """``files changed: a.py (modified), b.txt (created) …`` for a run's receipt, or None when none.
 
     Args:
-        rows: ``RunFinished.files_changed`` (``{"path", "change"}``).
+        rows: ``RunFinished.files_changed`` (``{"path", "change"}``, plus ``not_restorable``
+            for an ignored file a command changed).
         limit: files named before ``and N more``.
+        hint: what can be done about them (:data:`NO_SAVE_HINT` for a run not saved).
     """
     if not rows:
         return None
-    shown = ", ".join(f"{r['path']} ({FILE_CHANGE_WORDS.get(r['change'], r['change'])})" for r in rows[:limit])
+
+    def one(r: dict[str, str]) -> str:
+        word = FILE_CHANGE_WORDS.get(r["change"], r["change"])
+        return f"{r['path']} ({word}; not restorable: ignored, no copy kept)" if r.get("not_restorable") else \
+            f"{r['path']} ({word})"
+
+    shown = ", ".join(one(r) for r in rows[:limit])
     more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
-    return f"files changed: {shown}{more} — /undo puts the last step's back, /diff shows them"
+    return f"files changed: {shown}{more} — {hint}"
 
 
 def arguments_preview(arguments: Any, limit: int = 120) -> str:

@@ -24,7 +24,7 @@ from amos.journal import read_journal, read_regular
 
 if TYPE_CHECKING:
     from amos.session_store import SessionStore
-    from amos.sessions import Session
+    from amos.sessions import FileHistory, Session
 
 CHECKPOINT_REASONS = ("run_end", "waiting", "save", "before_restore", "before_compaction")
 """Why a checkpoint was taken (``CheckpointInfo.reason``)."""
@@ -90,7 +90,7 @@ class SessionRecovery:
         return Checkpoints(self.store.session_dir(session_id) / "checkpoints", write=self.store.write_file)
 
     def take_checkpoint(self, session: Session, reason: str, *, label: str | None = None,
-                        keep: int = 20) -> CheckpointInfo:
+                        keep: int = 20, files: FileHistory | None = None) -> CheckpointInfo:
         """Write an immutable checkpoint of ``session`` as it is in memory.
 
         Args:
@@ -98,11 +98,14 @@ class SessionRecovery:
             reason: one of :data:`CHECKPOINT_REASONS`.
             label: kept forever when given (``/session save NAME``).
             keep: ``sessions.max_checkpoints``.
+            files: the file history to record instead of the session's (a restore that
+                has just rewound the files records the state from before it, issue 20).
 
         Raises:
             SessionError: ``write_failed``.
         """
         folder = self.checkpoints_of(session.id)
+        history = files if files is not None else session.file_history
         number = max(folder.highest(), session.last_checkpoint) + 1
         previous = session.last_checkpoint
         session.last_checkpoint = number
@@ -113,10 +116,10 @@ class SessionRecovery:
             number=number, created_at=datetime.now(UTC).isoformat(timespec="milliseconds"), label=label,
             reason=reason, messages=len(session.messages),
             last_verdict=session.last_stop.verdict if session.last_stop else None, journal_seq=session.journal_seq,
-            prompt=_latest_prompt(session), file_seq=session.file_history.next_seq,
-            snapshot=session.file_history.head)
+            prompt=_latest_prompt(session), file_seq=history.next_seq, snapshot=history.head)
+        kept = session if files is None else session.model_copy(update={"file_history": files})
         try:
-            info = folder.take(session.model_dump_json().encode(), info, keep=keep,
+            info = folder.take(kept.model_dump_json().encode(), info, keep=keep,
                                protect=compaction_checkpoints(session))
         except SessionError:
             session.last_checkpoint = previous
@@ -128,9 +131,14 @@ class SessionRecovery:
                 journal.append("checkpoint", info.created_at, number=number, reason=reason, label=label)
         return info
 
-    def restore(self, session: Session, number: int, *, keep: int = 20) -> Session:
+    def restore(self, session: Session, number: int, *, keep: int = 20,
+                files: FileHistory | None = None) -> Session:
         """Replace ``session`` with checkpoint ``number``; the current state becomes a new
         checkpoint first, so a restore can itself be undone.
+
+        ``files`` is the file history from before the files were rewound (the caller
+        rewound them first): the ``before_restore`` checkpoint records it, so restoring
+        that checkpoint puts the files back exactly as they were before (issue 20).
 
         The id, name, evidence scope, checkpoint counter, checker pins, usage (tokens
         and cost already spent), per-call usage rows and the file history (issue 20)
@@ -150,7 +158,7 @@ class SessionRecovery:
         where = str(folder.folder / f"{number:06d}.json")
         restored = validate_session(migrate(folder.read(number), where), where)
         self.store.save(session)
-        self.take_checkpoint(session, "before_restore", keep=keep)
+        self.take_checkpoint(session, "before_restore", keep=keep, files=files)
         restored = restored.model_copy(update={
             "id": session.id, "name": session.name, "evidence_scope": session.evidence_scope,
             "last_checkpoint": session.last_checkpoint, "created_at": session.created_at,

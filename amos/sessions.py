@@ -172,9 +172,17 @@ class FileStep(_Model):
         execution_id: the execution whose step it was (``step`` only).
         step: the step number in that execution (``step`` only).
         before: snapshot id taken before the step's first change (or before the restore).
-        after: snapshot id taken when the step's tools finished (or after the restore).
+        after: snapshot id taken when the step's tools finished (or after the restore);
+            None while the step runs (the entry is written before its first change, so a
+            step cut short by ``kill -9`` is still in the history).
         files: ``{"path", "change"}`` rows of what it changed (``added``, ``deleted``,
             ``modified``, ``mode``, ``type``); paths are workspace-relative.
+        unrestorable: ``{"path", "change", "reason"}`` rows of files the step changed
+            that no snapshot holds (ignored by the ignore rules), so ``/undo`` cannot put
+            them back; it lists them instead.
+        interrupted: the step was cut short (amos was killed during it): ``after`` was
+            taken when amos next opened the session, so it also holds whatever changed
+            between the crash and then.
         at: ISO-8601 UTC time it was recorded.
         undone: a ``step`` whose changes ``/undo`` or a rewind put back.
         undoes: the ``seq`` of the step an ``undo`` put back; the checkpoint number a
@@ -186,11 +194,13 @@ class FileStep(_Model):
     execution_id: str | None = None
     step: int | None = None
     before: str
-    after: str
+    after: str | None
     files: list[dict[str, str]] = Field(default_factory=list)
+    unrestorable: list[dict[str, str]] = Field(default_factory=list)
     at: str = Field(default_factory=utc_now)
     undone: bool = False
     undoes: int | None = None
+    interrupted: bool = False
 
 
 class FileHistory(_Model):
@@ -218,8 +228,22 @@ class FileHistory(_Model):
         self.next_seq += 1
         self.steps.append(entry)
         del self.steps[:-MAX_FILE_STEPS]
-        self.head = entry.after
+        if entry.after is not None:
+            self.head = entry.after
         return entry
+
+    def drop_open(self, entry: FileStep) -> None:
+        """Remove ``entry``, an open step that changed nothing; its ``seq`` is given back
+        when it is the newest (no checkpoint can have been taken while it was open)."""
+        kept = [e for e in self.steps if e.seq != entry.seq]
+        if len(kept) != len(self.steps):
+            self.steps = kept
+            if entry.seq == self.next_seq - 1:
+                self.next_seq -= 1
+
+    def open_steps(self) -> list[FileStep]:
+        """Steps whose ``after`` snapshot was never taken (amos was killed during them)."""
+        return [e for e in self.steps if e.after is None]
 
 
 MAX_FILE_STEPS = 200

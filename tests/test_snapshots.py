@@ -268,14 +268,27 @@ def test_restore_never_writes_through_a_symlink_or_touches_other_paths(repo, ws,
     assert list(outside.iterdir()) == [] and (ws / "other").read_text() == "changed, not asked for"
 
 
-def test_nested_repositories_are_skipped_and_said(repo, ws):
+def test_nested_repositories_are_snapshotted_as_plain_files_but_their_git(repo, ws, monkeypatch):
     (ws / "top.txt").write_text("t")
-    (ws / "vendor" / "lib").mkdir(parents=True)
+    (ws / "vendor" / "lib" / "node_modules").mkdir(parents=True)
     _git(ws / "vendor" / "lib", "init", "-q")
     (ws / "vendor" / "lib" / "x.c").write_text("x")
+    (ws / "vendor" / "lib" / ".gitignore").write_text("node_modules/\n")
+    (ws / "vendor" / "lib" / "node_modules" / "dep.js").write_text("ignored by the nested repository")
     snap = repo.snapshot("s")
-    assert [(s.path, s.reason) for s in snap.skipped] == [("vendor/lib/", "nested git repository")]
-    assert snap.files == 1
+    assert snap.skipped == () and snap.files == 3  # top.txt, x.c, its .gitignore; never its .git
+    listed = repo._git.run(["ls-tree", "-r", "--name-only", snap.id]).decode().split()
+    assert listed == ["top.txt", "vendor/lib/.gitignore", "vendor/lib/x.c"]
+
+    import amos.snapshots.capture as capture
+
+    monkeypatch.setattr(capture, "MAX_NESTED_FILES", 2)
+    (ws / "big").mkdir()
+    _git(ws / "big", "init", "-q")
+    for i in range(3):
+        (ws / "big" / f"f{i}").write_text("x")
+    snap = repo.snapshot("s2")
+    assert [(s.path, s.reason) for s in snap.skipped] == [("big/", "nested git repository with more than 2 files")]
 
 
 def test_diff_is_unified_plain_or_colored(repo, ws):

@@ -96,3 +96,31 @@ async def test_rewind_lists_checkpoints_and_brings_back_files_and_conversation(m
         assert app.runner.session_id == runner.session_id and len(app.runner.messages()) == 2
         assert (workspace / "README.md").read_text() == "# tiny project\n" and (workspace / "old.txt").exists()
         app.runner.close()  # the reopened host (the fixture closes the first one)
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+async def test_the_overwrite_dialog_shows_all_of_its_text_at_common_sizes(size):
+    from textual.app import App
+    from textual.geometry import Region
+    from textual.widgets import Static
+
+    from amos.tui.screens.confirm_overwrite import HINT
+
+    conflicts = [{"path": "src/some/long/path/module_name.py", "reason": "changed after the agent's change"},
+                 {"path": "b.txt", "reason": "deleted after the agent's change"}]
+    app = App()
+    async with app.run_test(size=size) as pilot:
+        app.push_screen(ConfirmOverwriteScreen("/rewind 3 --both", conflicts))
+        await pilot.pause()
+        dialog = app.screen.query_one("#confirm-overwrite-dialog")
+        inside = dialog.content_region
+        assert Region(0, 0, *size).contains_region(dialog.region)
+        shown = ""
+        for widget in app.screen.query(Static):
+            assert inside.contains_region(widget.region), (widget.id, widget.region, inside)
+            lines = widget.render_lines(Region(0, 0, widget.size.width, widget.size.height))
+            shown += " ".join(strip.text.strip() for strip in lines) + " "
+        words = " ".join(shown.split())
+        for text in (HINT, "src/some/long/path/module_name.py — changed after the agent's change",
+                     "Overwrite them?"):
+            assert " ".join(text.split()) in words, (text, words)

@@ -74,13 +74,15 @@ class SessionBinding:
         if self.store is not None:
             self.store.close_journal(session_id)
 
-    def checkpoint(self, session: Session, reason: str, label: str | None = None) -> CheckpointInfo:
-        """Take a checkpoint of ``session`` (``run_end``, ``waiting``, ``save``, ``before_compaction``…).
+    def checkpoint(self, session: Session, reason: str, label: str | None = None, *,
+                   files: Any = None) -> CheckpointInfo:
+        """Take a checkpoint of ``session`` (``run_end``, ``waiting``, ``save``, ``before_compaction``…);
+        ``files``: the file history to record instead of the session's (a files rewind's state before).
 
         Raises:
             SessionError: ``no_store``, ``write_failed``.
         """
-        return self._store().take_checkpoint(session, reason, label=label, keep=self.max_checkpoints)
+        return self._store().take_checkpoint(session, reason, label=label, keep=self.max_checkpoints, files=files)
 
     def checkpoints(self, session_id: str) -> list[CheckpointInfo]:
         """Checkpoints of the session, oldest first ([] with ``--no-save``)."""
@@ -96,13 +98,14 @@ class SessionBinding:
         """
         return self._store().checkpoints_of(session_id).read(number)
 
-    def restore(self, session: Session, number: int) -> Session:
-        """Restore checkpoint ``number`` of ``session`` (the current state is checkpointed first).
+    def restore(self, session: Session, number: int, *, files: Any = None) -> Session:
+        """Restore checkpoint ``number`` of ``session`` (the current state is checkpointed first,
+        with ``files`` as its file history when given: the state before a files rewind).
 
         Raises:
             SessionError: ``no_store``, ``not_found``, ``corrupt``, ``write_failed``.
         """
-        return self._store().restore(session, number, keep=self.max_checkpoints)
+        return self._store().restore(session, number, keep=self.max_checkpoints, files=files)
 
     def relock(self, session_id: str) -> None:
         """Take the run lock again after :meth:`close` (a reopen that failed).

@@ -211,13 +211,17 @@ class Library:
             repo, why = self._snapshot_repo(current) if what != "conversation" else (None, None)
             messages: list[int] = []
 
-            def conversation(n: int) -> tuple[int, int | None]:
-                restored = self.store.restore(current, n, keep=keep)
+            def conversation(n: int, files: Any) -> tuple[int, int | None]:
+                restored = self.store.restore(current, n, keep=keep, files=files)
                 messages.append(len(restored.messages))
                 return len(restored.messages), current.last_checkpoint
 
+            def checkpoint_before(files: Any) -> int:
+                return self.store.take_checkpoint(current, "before_restore", keep=keep, files=files).number
+
             done = rewind_session(repo, why, current.file_history, folder.list(), folder.read, number, what=what,
-                                  force=force, restore_conversation=conversation)
+                                  force=force, restore_conversation=conversation,
+                                  checkpoint_before=checkpoint_before)
             if done.files is not None and not done.conversation and not done.refused:
                 self.store.save(current)
         return Restored(resolved, number, done.undo_checkpoint, done.messages or len(current.messages),

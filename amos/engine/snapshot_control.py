@@ -25,6 +25,7 @@ from amos.engine.file_history import (
     failure,
     latest_run_steps,
     rewind_files,
+    settle_open_steps,
     undo_files,
 )
 from amos.errors import SessionError
@@ -97,12 +98,19 @@ def _history_of(data: dict[str, Any]) -> FileHistory | None:
 def rewind_session(repo: ShadowRepo | None, why_off: str | None, history: FileHistory,
                    infos: Sequence[CheckpointInfo], read: Callable[[int], dict[str, Any]], number: int, *,
                    what: str = "both", force: bool = False,
-                   restore_conversation: Callable[[int], tuple[int, int | None]] | None = None) -> Rewound:
+                   restore_conversation: Callable[[int, FileHistory], tuple[int, int | None]] | None = None,
+                   checkpoint_before: Callable[[FileHistory], int | None] | None = None) -> Rewound:
     """Rewind a session's files, conversation or both to checkpoint ``number`` (blocking).
 
     The files go first: when files the agent changed were changed since by someone else
     (conflicts) nothing is restored at all unless ``force``. ``history`` is updated in
     place; the caller saves the session (``restore_conversation`` saves it as it restores).
+
+    Either way the state from before is a new checkpoint (``undo_checkpoint``) that
+    records the file history as it was before the rewind and, as its snapshot, the
+    workspace just before the files were written, so restoring it undoes the rewind
+    exactly: ``restore_conversation`` takes it as it restores; for a files-only rewind
+    that wrote something, ``checkpoint_before`` does.
 
     Args:
         repo: the session's shadow repository, or None (``why_off`` says why).
@@ -114,8 +122,11 @@ def rewind_session(repo: ShadowRepo | None, why_off: str | None, history: FileHi
         number: the checkpoint.
         what: one of :data:`REWIND_PARTS`.
         force: overwrite files changed after the agent's change.
-        restore_conversation: restores the conversation; returns ``(messages, undo
-            checkpoint)``.
+        restore_conversation: ``(number, file history before)`` → restores the conversation
+            (its ``before_restore`` checkpoint records that file history); returns
+            ``(messages, undo checkpoint)``.
+        checkpoint_before: ``(file history before)`` → takes the ``before_restore``
+            checkpoint of a files-only rewind; returns its number (None: not saved).
 
     Raises:
         SessionError: ``not_found`` (no such checkpoint).
@@ -124,10 +135,13 @@ def rewind_session(repo: ShadowRepo | None, why_off: str | None, history: FileHi
     """
     info = _find(infos, number)
     done = Rewound(number, what)
+    before = history.model_copy(deep=True)
     if what in ("both", "files"):
         try:
             if repo is None:
                 raise failure("off", why_off or "file checkpoints are off for this session")
+            if settle_open_steps(repo, history):
+                before = history.model_copy(deep=True)
             entries_since(history, info)  # says why before anything is read
             done.files = rewind_files(repo, history, info, _history_of(read(number)), force=force)
         except Exception as exc:
@@ -136,10 +150,14 @@ def rewind_session(repo: ShadowRepo | None, why_off: str | None, history: FileHi
             done.warnings.append(f"the files were not restored: {exc}")
         if done.refused:
             return done
+        if done.files is not None and done.files.restored and done.files.undo_snapshot:
+            before.head = done.files.undo_snapshot  # exactly what the workspace held just before
     if what in ("both", "conversation"):
         assert restore_conversation is not None
-        done.messages, done.undo_checkpoint = restore_conversation(number)
+        done.messages, done.undo_checkpoint = restore_conversation(number, before)
         done.conversation = True
+    elif done.files is not None and done.files.restored and checkpoint_before is not None:
+        done.undo_checkpoint = checkpoint_before(before)
     return done
 
 
@@ -154,6 +172,7 @@ def diff_session(repo: ShadowRepo | None, why_off: str | None, history: FileHist
     """
     if repo is None:
         raise failure("off", why_off or "file checkpoints are off for this session")
+    settle_open_steps(repo, history)
     if number is None:
         entries = latest_run_steps(history)
         since = "before the latest run that changed files" if entries else "no run has changed files yet"
@@ -255,17 +274,22 @@ class SnapshotControl:
         if self._gate is None and what != "conversation":
             raise failure("off", "file checkpoints are not wired into this host")
 
-        def conversation(n: int) -> tuple[int, int | None]:
-            restored = self._binding.restore(self._transcript.session, n)  # what Host.restore_checkpoint does
+        def conversation(n: int, files: FileHistory) -> tuple[int, int | None]:
+            # what Host.restore_checkpoint does, with the file history from before the rewind
+            restored = self._binding.restore(self._transcript.session, n, files=files)
             self._transcript.rebind(restored)
             return len(restored.messages), restored.last_checkpoint
+
+        def checkpoint_before(files: FileHistory) -> int | None:
+            return self._binding.checkpoint(self._transcript.session, "before_restore", files=files).number
 
         def work() -> Rewound:
             repo, why = self._repo() if what != "conversation" else (None, None)
             history = self._gate.history if self._gate is not None else FileHistory()
             done = rewind_session(repo, why, history, self._binding.checkpoints(self._session_id),
                                   lambda n: self._binding.read_checkpoint(self._session_id, n), number,
-                                  what=what, force=force, restore_conversation=conversation)
+                                  what=what, force=force, restore_conversation=conversation,
+                                  checkpoint_before=checkpoint_before)
             if self._gate is not None and done.files is not None and not done.conversation:
                 self._gate.record_history()
             return done

@@ -7,13 +7,15 @@ a call only once every other gate let it through, just before it is dispatched:
   (effect ``unknown``: a command can change anything), an MCP tool whose effect is not
   ``read`` — first takes the snapshot *before*, with the ``path`` of every write-tool
   call of the round included even when ignored, so each file the step's tools touch is
-  kept exactly as it was before the step;
+  kept exactly as it was before the step, and writes the step's entry (``after`` None)
+  in the session's :class:`~amos.sessions.FileHistory`, journalled at once: a step cut
+  short by ``kill -9`` is still in the history, and the next use of the session closes
+  it (:func:`~amos.engine.file_history.settle_open_steps`);
 - when the step's tools are done (``round_finished``, or ``run_finishing`` for a round
   cut short by an approval pause, a stop or a cancellation) it takes the snapshot
-  *after* and records ``(before, after, step, files changed)`` in the session's
-  :class:`~amos.sessions.FileHistory` (journalled at once), so ``/undo`` knows the last
-  step that changed files and each conversation checkpoint records where the history
-  stood;
+  *after* and completes the entry with the files changed (or removes it when none
+  changed), so ``/undo`` knows the last step that changed files and each conversation
+  checkpoint records where the history stood;
 - ``run_finishing`` puts the files the run changed (from the snapshots, so what
   ``run_command`` changed is included) on the :class:`~amos.engine.state.RunState`
   for ``RunFinished`` and ``--json``;
@@ -35,7 +37,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from amos.engine.file_history import run_changes
+from amos.engine.file_history import run_changes, settle_open_steps
 from amos.engine.gates import Gate
 from amos.events import Notice
 from amos.messages import Message
@@ -92,6 +94,8 @@ class SnapshotGate(Gate):
         self._said: set[str] = set()
         self._run: RunState | None = None
         self._before: str | None = None
+        self._open: int | None = None  # the seq of this step's history entry
+        self._unkept: Any = None  # the ignored files' scan before a step that may run anything
         self._step = 0
         self._failed = False
 
@@ -154,10 +158,36 @@ class SnapshotGate(Gate):
         if self._before is not None and self._step == step:
             return None  # the step's snapshot before already holds every file its calls may touch
         include = write_paths([call, *round.calls])
+        if self.history.open_steps():
+            await self._settle(run, repo)
         snap = await self._snapshot(run, repo, f"step {step}: before {call.tool_name}", include)
+        self._unkept = None
+        if snap is not None and any(c.valid and c.effect == "unknown" for c in (call, *round.calls)):
+            try:  # a command may change ignored files no snapshot keeps: list what it changes
+                self._unkept = await asyncio.to_thread(self.locked, repo.unkept)
+            except Exception:  # noqa: BLE001 - without the scan such changes go unlisted, as before
+                self._unkept = None
         if snap is not None:
             self._before, self._step = snap.id, step
+            entry = self.history.add(FileStep(seq=0, kind="step", execution_id=run.execution_id, step=step,
+                                              before=snap.id, after=None))
+            self._open = entry.seq
+            self.record_history()  # before the step's first change: a kill -9 during it keeps the entry
         return None
+
+    async def _settle(self, run: RunState, repo: ShadowRepo) -> None:
+        """Close the steps an earlier amos was killed during (their ``after`` is taken now)."""
+        try:
+            settled = await asyncio.to_thread(self.locked, settle_open_steps, repo, self.history)
+        except Exception as exc:  # noqa: BLE001 - reported; the run goes on
+            self._fail(run, exc)
+            return
+        if settled:
+            self.record_history()
+            steps = ", ".join(str(e.step) for e in settled)
+            self._say(run, f"snapshots: step {steps} of an earlier run was cut short (amos was stopped during it); "
+                           "its changes are taken as everything that differs from the snapshot before it, and "
+                           "/undo puts them back", key=f"settled:{steps}")
 
     async def round_finished(self, run: RunState) -> None:
         """The step's tools are done: snapshot after, record the step."""
@@ -199,31 +229,44 @@ class SnapshotGate(Gate):
         self._report(run, snap)
         return snap
 
-    def _after(self, run: RunState, before: str) -> tuple[Snapshot, list[dict[str, str]]] | Exception:
-        """Snapshot after the step and what it changed (blocking; errors returned, not raised)."""
+    def _after(self, run: RunState, before: str) -> tuple[Snapshot, list[dict[str, str]], list[dict[str, str]]] | Exception:
+        """Snapshot after the step, what it changed, and what changed among the ignored
+        files no snapshot keeps (blocking; errors returned, not raised)."""
+        from amos.snapshots.unkept import changes as unkept_changes
+
         repo = self._repo
         assert repo is not None
+        scan, self._unkept = self._unkept, None
         try:
             with self._lock:
                 snap = repo.snapshot(f"step {self._step}: after")
                 changes = repo.agent_changes([(before, snap.id)])
+                unkept = unkept_changes(scan, repo.unkept()) if scan is not None else []
         except Exception as exc:  # noqa: BLE001 - reported on the loop by _record
             return exc
-        return snap, [{"path": c.path, "change": c.change} for c in changes]
+        kept = {c.path for c in changes}
+        return (snap, [{"path": c.path, "change": c.change} for c in changes],
+                [row for row in unkept if row["path"] not in kept])
 
     def _record(self, run: RunState, before: str,
-                found: tuple[Snapshot, list[dict[str, str]]] | Exception) -> None:
+                found: tuple[Snapshot, list[dict[str, str]], list[dict[str, str]]] | Exception) -> None:
         if isinstance(found, Exception):
             self._fail(run, found)
             return
-        snap, files = found
+        snap, files, unkept = found
         self._report(run, snap)
         history = self.history
-        if files:
-            history.add(FileStep(seq=0, kind="step", execution_id=run.execution_id, step=self._step,
-                                 before=before, after=snap.id, files=files))
-        else:
-            history.head = snap.id
+        seq, self._open = self._open, None
+        entry = next((e for e in history.steps if e.seq == seq), None)
+        if entry is None and (files or unkept):  # the open entry is gone (should not happen): record anew
+            entry = history.add(FileStep(seq=0, kind="step", execution_id=run.execution_id, step=self._step,
+                                         before=before, after=None))
+        if entry is not None:
+            if files or unkept:
+                entry.after, entry.files, entry.unrestorable = snap.id, files, unkept
+            else:
+                history.drop_open(entry)
+        history.head = snap.id
         self.record_history()
 
     # ------------------------------------------------------------------ notices

@@ -28,7 +28,9 @@ UNDO_DETAILS = (
     "/undo --force   also overwrite files changed after the agent's change (by you or another program);\n"
     "                without it nothing is restored and those files are listed. Their current state is\n"
     "                snapshotted first either way, so nothing is lost.\n"
-    "/undo again goes one step further back.")
+    "/undo again goes one step further back. A file no snapshot holds a copy of (ignored by your ignore\n"
+    "                rules and changed by a command, or too large) is listed as not put back, and /undo\n"
+    "                fails (exit 1) although the other files were put back.")
 REWIND_DETAILS = (
     "/rewind                 list the checkpoints: number, time, the prompt, whether files were recorded\n"
     "/rewind N               go back to checkpoint N: the files the agent changed since, and the\n"
@@ -141,12 +143,21 @@ def checkpoints_view(runner: Any, line: str) -> Any:
     if not rows:
         return _result(command=line, result={"checkpoints": []},
                        text="no checkpoints yet (one is taken at the end of every run and by /session save)")
+    snapshots = getattr(runner, "snapshots", None)
+    off = snapshots.why_off() if snapshots is not None else "file checkpoints are not wired into this host"
     lines = [f"{'N':>4}  {'TAKEN (UTC)':<19}  {'FILES':<5}  PROMPT"]
     for r in rows:
-        files = "yes" if r.file_seq is not None else "-"
-        lines.append(f"{r.number:>4}  {r.created_at[:19].replace('T', ' '):<19}  {files:<5}  {r.prompt or '-'}")
-    lines.append("go back with /rewind N (files and conversation), /rewind N --files or /rewind N --conversation")
-    return _result(command=line, result={"checkpoints": [r.model_dump() for r in rows]}, text="\n".join(lines))
+        files = "off" if off else "yes" if r.file_seq is not None else "-"
+        prompt = r.prompt or "-"
+        if r.reason == "before_restore":
+            prompt = f"(before a restore) {prompt}"
+        lines.append(f"{r.number:>4}  {r.created_at[:19].replace('T', ' '):<19}  {files:<5}  {prompt}")
+    if off:
+        lines.append(f"FILES off: {off}; /rewind N --conversation restores the conversation only")
+    else:
+        lines.append("go back with /rewind N (files and conversation), /rewind N --files or /rewind N --conversation")
+    return _result(command=line, result={"checkpoints": [r.model_dump() for r in rows], "files_off": off},
+                   text="\n".join(lines))
 
 
 # ---------------------------------------------------------------------------- the work
@@ -160,6 +171,12 @@ def _paths(rows: Any, limit: int = 20) -> str:
 
 def _files_text(done: Any, what: str, by: str = "by the agent") -> tuple[bool, str | None, str]:
     """``(ok, error code, text)`` of a :class:`~amos.engine.FilesRestored`."""
+    ok, code, text = _restored_text(done, what, by)
+    notes = "\n".join(getattr(done, "notes", ()) or ())
+    return ok, code, (notes + "\n" + text if notes else text)
+
+
+def _restored_text(done: Any, what: str, by: str) -> tuple[bool, str | None, str]:
     if done.refused:
         listed = "; ".join(f"{p} ({r})" for p, r in done.conflicts[:20])
         return False, "FILES_CHANGED", (f"{what}: nothing was put back, because these files were changed after the "
@@ -173,11 +190,17 @@ def _files_text(done: Any, what: str, by: str = "by the agent") -> tuple[bool, s
         text = f"{what}: put back {len(done.restored)} file(s): {_paths(shown)}"
         if done.forced:
             text += f"; overwritten although changed after the agent: {_paths(p for p, _ in done.conflicts)}"
+    if getattr(done, "interrupted", False):
+        text += (f"; step {done.step} was cut short (amos was stopped during it), so what it changed was taken as "
+                 "everything that differed from the snapshot before it when amos next opened the session")
     if done.unavailable:
-        text += "; not restorable (no copy kept): " + "; ".join(f"{p} ({r})" for p, r in done.unavailable[:10])
+        more = f" and {len(done.unavailable) - 10} more" if len(done.unavailable) > 10 else ""
+        text += ("; NOT put back, no copy was kept: " + "; ".join(f"{p} ({r})" for p, r in done.unavailable[:10])
+                 + more)
     if done.failed:
         text += "; FAILED: " + "; ".join(f"{p} ({r})" for p, r in done.failed[:10])
-    return not done.failed, ("RESTORE_FAILED" if done.failed else None), text
+    code = "RESTORE_FAILED" if done.failed else "NOT_RESTORABLE" if done.unavailable else None
+    return code is None, code, text
 
 
 async def finish_files(runner: Any, line: str) -> Any:
@@ -187,7 +210,7 @@ async def finish_files(runner: Any, line: str) -> Any:
         The final ``SlashResult`` (``save`` set when the session changed; ``action
         reload_session`` after a conversation restore).
     """
-    parsed_line = parse_line(line)
+    parsed_line = parse_line(line)  # exit 1 (not ok) when anything was refused, failed or not restorable
     cmd = parse_files_command(parsed_line.name or "", parsed_line.rest)
     try:
         if cmd.name == "undo":
@@ -236,6 +259,9 @@ def _rewind_result(line: str, cmd: FilesCommand, rewound: Any, session_id: str) 
             if cmd.what == "both":
                 parts.append("The conversation was not restored either, so the two still agree.")
     parts += rewound.warnings
+    if rewound.files is not None and not rewound.conversation and rewound.undo_checkpoint is not None:
+        parts.append(f"the files as they were before are checkpoint {rewound.undo_checkpoint}: "
+                     f"/rewind {rewound.undo_checkpoint} --files puts them back")
     if rewound.conversation:
         parts.append(f"conversation restored to checkpoint {cmd.number} ({rewound.messages} messages); "
                      f"/session restore {rewound.undo_checkpoint} brings the conversation before back")

@@ -31,6 +31,9 @@ MAX_SKIPPED = 1000
 """Skipped paths recorded one by one; past this the snapshot is marked partial."""
 MAX_EMPTY_DIR_SCAN = 20000
 """Directory entries looked at when listing the folders inside a folder with no files."""
+MAX_NESTED_FILES = 20000
+"""Files listed inside one nested git repository the first time it is seen; past this
+it is left out of snapshots (and said so)."""
 
 
 @dataclass
@@ -127,6 +130,7 @@ class Scanner:
         self.max_file_bytes = max_file_bytes
         self.max_workspace_bytes = max_workspace_bytes
         self.skipped: dict[str, SkippedFile] = {}
+        self.big_nested: set[str] = set()  # nested repositories found too large (the repository keeps it)
 
     def _lstat(self, path: str) -> os.stat_result | None:
         try:
@@ -318,22 +322,26 @@ class Scanner:
     def _expand(self, folders: list[str], new: list[str]) -> dict[str, int]:
         """List the files inside untracked folders; return the folders left with no file."""
         plain = []
+        nested = []
         for folder in folders:
             if os.path.lexists(os.path.join(self.root, folder, ".git")):
-                self.skipped[folder] = SkippedFile(folder, "nested git repository")
+                nested.append(folder)
             else:
                 plain.append(folder)
+        has_files: set[str] = set()
+        if plain:
+            for entry in split_z(self.git.run(["ls-files", "-z", "-o", "--exclude-standard", "--", *plain])):
+                path = os.fsdecode(entry)
+                if path.endswith("/"):
+                    nested.append(path)
+                    has_files.update(_parents(path[:-1] + "/x"))
+                    continue
+                new.append(path)
+                has_files.update(_parents(path))
+        for folder in nested:
+            new.extend(self._nested_files(folder))
         if not plain:
             return {}
-        has_files: set[str] = set()
-        for entry in split_z(self.git.run(["ls-files", "-z", "-o", "--exclude-standard", "--", *plain])):
-            path = os.fsdecode(entry)
-            if path.endswith("/"):
-                self.skipped[path] = SkippedFile(path, "nested git repository")
-                has_files.update(_parents(path[:-1] + "/x"))
-                continue
-            new.append(path)
-            has_files.update(_parents(path))
         candidates: list[str] = []
         scanned = 0
         for folder in plain:
@@ -356,6 +364,47 @@ class Scanner:
             if st is not None and stat.S_ISDIR(st.st_mode):
                 result[folder] = stat.S_IMODE(st.st_mode)
         return result
+
+    def _nested_files(self, folder: str) -> list[str]:
+        """The files of a nested git repository (``folder`` ends ``/``), as plain files.
+
+        git stops at a folder holding a ``.git``; amos snapshots its files like any
+        others, never looking inside (or touching) any ``.git``, and applying the ignore
+        rules (the nested repository's own ``.gitignore`` files included). Folders are
+        walked one depth at a time so an ignored folder (``node_modules/``) is never
+        entered. Once its files are in the shadow index git walks the folder itself.
+        Past :data:`MAX_NESTED_FILES` files the repository is left out (and said so).
+        """
+        too_big = SkippedFile(folder, f"nested git repository with more than {MAX_NESTED_FILES} files")
+        if folder in self.big_nested:
+            self.skipped[folder] = too_big
+            return []
+        found: list[str] = []
+        level = [folder[:-1]]
+        while level:
+            subdirs: list[str] = []
+            files: list[str] = []
+            for rel in level:
+                try:
+                    with os.scandir(os.path.join(self.root, rel)) as it:
+                        for item in it:
+                            if item.name == ".git":
+                                continue
+                            path = f"{rel}/{item.name}"
+                            if item.is_dir(follow_symlinks=False):
+                                subdirs.append(path)
+                            else:
+                                files.append(path)
+                except OSError as exc:
+                    self.skipped[rel + "/"] = SkippedFile(rel + "/", f"cannot be read ({exc.strerror})")
+            drop = ignored(self.git, files + subdirs) if files or subdirs else set()
+            found += [p for p in files if p not in drop]
+            if len(found) > MAX_NESTED_FILES:
+                self.skipped[folder] = too_big
+                self.big_nested.add(folder)
+                return []
+            level = [d for d in subdirs if d not in drop]
+        return found
 
     def _finish(self, tree: str, files: int, file_bits: dict[str, int], parents: set[str],
                 fileless: dict[str, int], included: list[str], absent: list[str], exceeded: bool,

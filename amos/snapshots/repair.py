@@ -31,6 +31,8 @@ from amos.snapshots.git import Git
 
 BUSY = "amos-busy"
 WORKSPACE_FILE = "amos-workspace.json"
+RECREATED_FILE = "amos-recreated.json"
+"""Written into a repository started anew in place of a damaged one: when and why."""
 ATTRIBUTES = "* -text -filter -ident -working-tree-encoding\n"
 """The shadow repository's ``info/attributes``: no line-ending conversion, filter or ident."""
 BRANCH = "refs/heads/snapshots"
@@ -112,6 +114,36 @@ def init_repo(git_dir: Path, work_tree: Path) -> None:
     os.rename(tmp, git_dir)
 
 
+def mark_recreated(git_dir: Path, why: str) -> None:
+    """Record in a repository just started anew that it replaced a damaged one (and why)."""
+    from datetime import UTC, datetime
+
+    with contextlib.suppress(OSError):
+        (git_dir / RECREATED_FILE).write_text(json.dumps(
+            {"at": datetime.now(UTC).isoformat(timespec="seconds"), "why": why}) + "\n")
+
+
+def recreated_note(git_dir: Path) -> str | None:
+    """``recreated at <time> (<why>)`` when the repository replaced a damaged one, else None."""
+    try:
+        data = json.loads((git_dir / RECREATED_FILE).read_text())
+        return f"recreated at {data['at']} ({data['why']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def restore_head(git_dir: Path) -> bool:
+    """Write a lost ``HEAD`` back (pointing at the snapshots branch) when the rest of the
+    repository is there; True when it did."""
+    if (git_dir / "HEAD").exists() or not (git_dir / "objects").is_dir() or not (git_dir / "refs").is_dir():
+        return False
+    try:
+        (git_dir / "HEAD").write_text(f"ref: {BRANCH}\n")
+    except OSError:
+        return False
+    return True
+
+
 def recorded_workspace(git_dir: Path) -> str | None:
     """The workspace a shadow repository was created for, or None when unreadable."""
     try:
@@ -182,6 +214,7 @@ def repair(git: Git, git_dir: Path, work_tree: Path, *, why: str) -> list[str]:
     shutil.rmtree(broken, ignore_errors=True)
     os.rename(git_dir, broken)
     init_repo(git_dir, work_tree)
+    mark_recreated(git_dir, f"the one before was damaged: {problem}; it was moved to {broken}")
     warnings.append(
         f"snapshots: the snapshot repository was damaged ({problem}); it was moved to {broken} "
         "and a new one started, so earlier file checkpoints cannot be restored"

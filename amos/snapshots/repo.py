@@ -19,11 +19,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from amos.errors import SnapshotError
-from amos.snapshots import ignore, repair
+from amos.snapshots import ignore, repair, unkept
 from amos.snapshots.capture import Scanner, _size_text
 from amos.snapshots.git import Git, commit_packed
 from amos.snapshots.models import AgentChange, Conflict, FileChange, RestoreResult, Snapshot
 from amos.snapshots.state import State, StateReader, compare
+from amos.snapshots.unkept import UnkeptScan
 
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 DEFAULT_MAX_WORKSPACE_BYTES = 500 * 1024 * 1024
@@ -86,6 +87,7 @@ class ShadowRepo:
         self._stat_cache: dict[str, int] | None = None
         self._index_tree: str | None = None
         self._excludes: Path | None = None
+        self._big_nested: set[str] = set()
         self._exclude = [Path(p).expanduser().absolute() for p in exclude]
 
     # ------------------------------------------------------------------ opening and locking
@@ -112,21 +114,30 @@ class ShadowRepo:
         if not self._checked:
             self._git.check_version()
             self._excludes = ignore.user_excludes_file(self.work_tree, self._git.exe)
+        head_lost = repair.restore_head(self.git_dir)  # the rest is there: keep every snapshot
+        if head_lost:
+            warnings.append(f"snapshots: the snapshot repository {self.git_dir} had lost its HEAD file; it was "
+                            "repaired and its snapshots kept")
         if not repair.looks_like_repo(self.git_dir):
             if self.git_dir.exists() and any(self.git_dir.iterdir()):
                 broken = self.git_dir.with_name(self.git_dir.name + ".broken")
                 shutil.rmtree(broken, ignore_errors=True)
                 self.git_dir.rename(broken)
-                warnings.append(f"snapshots: {self.git_dir} was not a usable repository; it was moved "
-                                f"to {broken} and a new one started")
-            elif self.git_dir.exists():
-                self.git_dir.rmdir()
-            repair.init_repo(self.git_dir, self.work_tree)
+                repair.init_repo(self.git_dir, self.work_tree)
+                repair.mark_recreated(self.git_dir, f"the one before was not a usable repository; it was moved "
+                                                    f"to {broken}")
+                warnings.append(f"snapshots: the snapshot repository {self.git_dir} was not usable; it was "
+                                f"moved to {broken} and recreated, so earlier snapshots are lost (/undo and "
+                                "rewinds of the files changed before cannot put them back)")
+            else:
+                if self.git_dir.exists():
+                    self.git_dir.rmdir()
+                repair.init_repo(self.git_dir, self.work_tree)
         recorded = repair.recorded_workspace(self.git_dir)
         if recorded is not None and recorded != str(self.work_tree):
             raise SnapshotError("other_workspace", f"the snapshot repository {self.git_dir} belongs to "
                                                    f"the workspace {recorded}, not {self.work_tree}")
-        if (self.git_dir / repair.BUSY).exists() or (self.git_dir / "index.lock").exists():
+        if head_lost or (self.git_dir / repair.BUSY).exists() or (self.git_dir / "index.lock").exists():
             warnings += repair.repair(self._git, self.git_dir, self.work_tree, why="an interrupted snapshot")
             self._reader = StateReader(self._git)
             self._stat_cache = None
@@ -263,6 +274,22 @@ class ShadowRepo:
         return Snapshot(commit, created, first, cap.manifest.files, cap.manifest.bytes,
                         tuple(cap.skipped), cap.exceeded, tuple(notes))
 
+    def unkept(self) -> UnkeptScan:
+        """A stat scan of the ignored files no snapshot keeps (:mod:`amos.snapshots.unkept`).
+
+        Take one before and one after a step that may run anything; ``unkept.changes``
+        of the two lists what changed there and cannot be restored.
+
+        Raises:
+            SnapshotError: git failed.
+        """
+        with self._op(write=False):
+            self._sync_excludes()
+            skip = [folder.relative_to(self.work_tree).as_posix() + "/"
+                    for folder in (*self._exclude, self.git_dir.parent, self.git_dir)
+                    if _inside(folder, self.work_tree) and folder != self.work_tree]
+            return unkept.scan(self._git, str(self.work_tree), skip)
+
     def get(self, snapshot: SnapshotRef) -> Snapshot:
         """The record of a snapshot by id (or unique prefix). Raises ``SnapshotError('not_found')``."""
         with self._op(write=False) as pending:
@@ -314,29 +341,55 @@ class ShadowRepo:
         """A unified diff from ``a`` to ``b`` (None: the workspace now), as ``git diff`` prints it.
 
         What git cannot show (exact permission bits, empty folders, files too large to
-        keep) follows as ``# ...`` lines.
+        keep) follows as ``# ...`` lines; a file too large to keep on either side is
+        never shown by git as created or deleted (one of its trees lacks it), only in
+        such a line.
 
         Args:
             stat: a ``--stat`` summary instead of the full diff.
             color: ANSI colors (for a terminal); plain otherwise.
             paths: only these paths (e.g. the files the agent changed); None: all.
         """
+        args = ["diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--color=always" if color else "--no-color"]
+        text, notes = self._diff_parts(a, b, paths, [*args, "--stat"] if stat else args)
+        if notes:
+            text += ("\n" if text and not text.endswith("\n") else "") + "\n".join(notes) + "\n"
+        return text
+
+    def numstat(self, a: SnapshotRef, b: SnapshotRef | None = None, *, paths: Sequence[str] | None = None
+                ) -> tuple[list[tuple[str, str, str]], list[str]]:
+        """``git diff --numstat`` rows ``(added, deleted, path)`` (``-`` for binary) and the
+        ``# ...`` notes of :meth:`diff`, for one ``--stat`` block over many diffs."""
+        text, notes = self._diff_parts(a, b, paths, ["diff", "--no-ext-diff", "--no-textconv", "--no-renames",
+                                                    "--numstat", "-z"])
+        rows = []
+        for item in text.split("\0"):
+            if item.count("\t") >= 2:
+                added, deleted, path = item.split("\t", 2)
+                rows.append((added, deleted, path))
+        return rows, notes
+
+    def _diff_parts(self, a: SnapshotRef, b: SnapshotRef | None, paths: Sequence[str] | None,
+                    args: list[str]) -> tuple[str, list[str]]:
         only = None if paths is None else [self._rel(p) for p in paths]
         with self._op(write=b is None):
-            sa, sb, until = self._states(a, b)
-            args = ["diff", "--no-ext-diff", "--no-textconv", "--no-renames",
-                    "--color=always" if color else "--no-color"]
-            if stat:
-                args.append("--stat")
             if only is not None and not only:
-                return ""
-            pathspec = ["--", *only] if only is not None else []
-            text = self._git.run([*args, sa.tree, sb.tree, *pathspec]).decode("utf-8", errors="replace")
+                return "", []
+            sa, sb, until = self._states(a, b)
+            changed = [c for c in compare(self._reader, sa, sb, until=until) if only is None or c.path in only]
+            big = {p: (sa.manifest.skipped.get(p) or sb.manifest.skipped.get(p)) for p, _ in changed
+                   if p in sa.manifest.skipped or p in sb.manifest.skipped}
+            shown = [p for p in (only if only is not None else [c.path for c in changed])
+                     if p not in big and not p.endswith("/")]
+            text = ""
+            if shown:
+                text = self._git.run([*args, sa.tree, sb.tree, "--", *shown]).decode("utf-8", errors="replace")
             notes = []
-            for path, change in compare(self._reader, sa, sb, until=until):
-                if only is not None and path not in only:
-                    continue
-                if path.endswith("/"):
+            for path, change in changed:
+                if path in big:
+                    was = "was" if path in sa.manifest.skipped else "is now"
+                    notes.append(f"# {change}: {path} ({was} {big[path][0]}; no copy kept, so no line diff)")
+                elif path.endswith("/"):
                     notes.append(f"# folder {change}: {path}" if change != "mode" else
                                  f"# mode {sa.manifest.folder_perms(path):04o} -> "
                                  f"{sb.manifest.folder_perms(path):04o}: {path}")
@@ -346,9 +399,7 @@ class ShadowRepo:
                                  f"{sb.manifest.file_perms(path, exe):04o}: {path}")
                 elif sa.files.get(path) == sb.files.get(path):
                     notes.append(f"# {change} (not kept in snapshots, see skipped files): {path}")
-            if notes:
-                text += ("\n" if text and not text.endswith("\n") else "") + "\n".join(notes) + "\n"
-            return text
+            return text, notes
 
     def agent_changes(self, steps: Sequence[tuple[SnapshotRef, SnapshotRef]]) -> list[AgentChange]:
         """What the agent changed over ``steps``, with the snapshots to undo each path.
@@ -388,6 +439,63 @@ class ShadowRepo:
                     if path in net:
                         out.append(AgentChange(path, net[path], before, after, path in outside))
             return sorted(out, key=lambda c: c.path)
+
+    def rewind_changes(self, target: SnapshotRef | None, steps: Sequence[tuple[SnapshotRef, SnapshotRef]],
+                       restores: Sequence[bool] = ()) -> list[AgentChange]:
+        """What going back to ``target`` puts back: each path the entries ``steps`` changed, as ``target`` holds it.
+
+        The paths are those :meth:`agent_changes` finds over ``steps`` (the agent's steps
+        and amos's own restores since a checkpoint, oldest first). Each goes back to its
+        state in ``target`` (the checkpoint's snapshot), not to its state before the
+        first entry: after an ``/undo --force`` the undo's "before" holds what it
+        overwrote, which is not what the checkpoint held. A path ``target`` does not know
+        (ignored then) goes back to its state before the first entry, as before. A path
+        that ``target`` already holds as the entries left it is not touched. When the
+        first entry touching a path is an agent step (``restores[i]`` False) whose state
+        before differs from ``target``, something else changed the path after the
+        checkpoint and before the agent: it is marked ``outside`` (a conflict unless forced).
+
+        Args:
+            target: the checkpoint's snapshot, or None (then this is :meth:`agent_changes`).
+            steps: ``(before, after)`` pairs, oldest first.
+            restores: per pair, True when it is a restore amos made (``/undo``, a rewind).
+
+        Raises:
+            SnapshotError: ``not_found`` for an unknown id.
+        """
+        from amos.snapshots.state import change_between, entries
+
+        changes = self.agent_changes(steps)
+        if target is None or not changes:
+            return changes
+        with self._op(write=False):
+            goal = self._reader.resolve(target)
+            firsts = [self._reader.resolve(b) for b, _ in steps]
+            until = self._head()
+            paths = [c.path for c in changes]
+            want = entries(self._reader, self._reader.load(goal), paths, until=until)
+            had: dict[str, object] = {}
+            left: dict[str, object] = {}
+            for attr, found in (("before", had), ("after", left)):
+                groups: dict[str, list[str]] = {}
+                for c in changes:
+                    groups.setdefault(getattr(c, attr), []).append(c.path)
+                for commit, group in groups.items():
+                    found.update(entries(self._reader, self._reader.load(commit), group, until=until))
+            out = []
+            for c in changes:
+                goal_entry = want[c.path]
+                if goal_entry is None:  # the checkpoint's snapshot does not know it: back to before the agent
+                    out.append(c)
+                    continue
+                if goal_entry == left[c.path]:
+                    continue  # already as the checkpoint had it once the entries were done
+                index = firsts.index(c.before) if c.before in firsts else -1
+                by_agent = index >= 0 and not (restores[index] if index < len(restores) else False)
+                outside = c.outside or (by_agent and had[c.path] != goal_entry)
+                change = change_between(goal_entry, left[c.path]) or c.change
+                out.append(AgentChange(c.path, change, goal, c.after, outside))
+            return out
 
     # ------------------------------------------------------------------ restoring
 
@@ -477,6 +585,7 @@ class _CachingScanner(Scanner):
     def __init__(self, repo: ShadowRepo):
         super().__init__(repo._git, repo.work_tree, repo.max_file_bytes, repo.max_workspace_bytes,
                          refresh=repo._stat_cache is None, cache=repo._stat_cache, tree=repo._index_tree)
+        self.big_nested = repo._big_nested
         self._repo = repo
 
     def run(self, include, *, restore: bool = False, defer_tree: bool = False):

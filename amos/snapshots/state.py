@@ -130,7 +130,12 @@ class StateReader:
             raise SnapshotError("not_found", f"{ref!r} is not a snapshot id (hex commit id)")
         out = self.git.run(["rev-parse", "-q", "--verify", f"{ref}^{{commit}}"], ok=(0, 1)).strip()
         if not out:
-            raise SnapshotError("not_found", f"no snapshot {ref} in this session's snapshot repository")
+            from amos.snapshots.repair import recreated_note
+
+            why = recreated_note(self.git.git_dir)
+            lost = (f": the snapshot repository was {why}, so the snapshots taken before that (earlier snapshots) "
+                    "are lost" if why else "")
+            raise SnapshotError("not_found", f"no snapshot {ref} in this session's snapshot repository{lost}")
         return out.decode()
 
     def commit(self, commit_id: str) -> tuple[str, str, str, Manifest]:
