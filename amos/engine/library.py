@@ -143,11 +143,11 @@ class Library:
         keeps only the latest); a receipt that does not validate is skipped."""
         from pydantic import ValidationError
 
-        from amos.journal import read_journal, run_receipts
+        from amos.journal import run_receipts
         from amos.policy.stop import StopReceipt
 
         try:
-            entries = read_journal(self.store.journal_path(session_id)).entries
+            entries = self.store.journal_entries(session_id)
         except SessionError:
             return []
         receipts = []
