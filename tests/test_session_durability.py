@@ -33,8 +33,18 @@ ANSWERS = ["answer one", "answer two", "answer three", "answer four"]
 
 
 def _store() -> SessionStore:
-    """The store the CLI uses under this test's AMOS_HOME."""
-    return SessionStore(sessions_dir())
+    """The store the CLI uses under this test's AMOS_HOME (its config may choose PostgreSQL)."""
+    from amos.host import RunOptions, load_host_config, open_store
+
+    return open_store(load_host_config(RunOptions())[0])
+
+
+@pytest.fixture(params=["files", "postgres"])
+def backend(request) -> str:
+    """Run the test on the file store and again on PostgreSQL (issue 22)."""
+    if request.param == "postgres":
+        request.getfixturevalue("pg_home")
+    return request.param
 
 
 def _three_runs(tmp_path: Path) -> tuple[str, Path, list[dict]]:
@@ -64,7 +74,7 @@ def _three_runs(tmp_path: Path) -> tuple[str, Path, list[dict]]:
 # ---------------------------------------------------------------------------------- checkpoints, export, restore
 
 
-def test_three_runs_checkpoints_export_and_restore(tmp_path):
+def test_three_runs_checkpoints_export_and_restore(tmp_path, backend):
     sid, _, docs = _three_runs(tmp_path)
 
     code, doc = cli_json("sessions", "checkpoints", sid)
@@ -122,7 +132,7 @@ def test_three_runs_checkpoints_export_and_restore(tmp_path):
     assert "no checkpoint 99 (checkpoints: 1, 2, 3, 4, 5)" in result.stderr
 
 
-def test_restore_can_be_undone(tmp_path):
+def test_restore_can_be_undone(tmp_path, backend):
     sid, _, _ = _three_runs(tmp_path)
     code, doc = cli_json("sessions", "restore", sid, "--checkpoint", "2")
     assert code == 0 and doc["undo_checkpoint"] == 4

@@ -305,3 +305,111 @@ def test_store_methods_match_the_file_store(pg_url):
     with pytest.raises(SessionError) as caught:
         store.resolve("nope")
     assert caught.value.code == "not_found"
+
+
+# ---------------------------------------------------------------------------- the file store's durability rules
+
+
+def _pg_saved_session(url: str, messages: int = 2):
+    from amos.messages import Message
+    from amos.store_pg.connect import database
+    from amos.store_pg.sessions import PgSessionStore
+
+    store = PgSessionStore(database(url))
+    session = store.create()
+    session.title = "journal test"
+    for n in range(messages):
+        session.messages.append(Message.user(f"m{n}"))
+    store.save(session)
+    return store, session
+
+
+def _fresh(url: str):
+    from amos.store_pg.connect import database
+    from amos.store_pg.sessions import PgSessionStore
+
+    return PgSessionStore(database(url))
+
+
+def test_a_journal_ahead_of_the_snapshot_is_replayed_on_load(pg_url):
+    from amos.messages import Message
+
+    store, session = _pg_saved_session(pg_url)
+    journal = store.journal(session)  # starts with a snapshot of the saved state
+    journal.append("message", "t", index=2, message=Message.user("m2").model_dump(mode="json"))
+    journal.append("message", "t", index=1, message=Message.user("m1 edited").model_dump(mode="json"))
+    journal.append("fields", "t", fields={"title": "retitled", "provider_state": {"k": 1}})
+    journal.append("event", "t", event={"event_kind": "step_started", "step": 1, "max_steps": 5})
+    journal.append("messages", "t", messages=[m.model_dump(mode="json") for m in
+                                              (Message.user("compacted"), Message.user("m2"))])
+    journal.append("message", "t", index=2, message=Message.user("m3").model_dump(mode="json"))
+    store.save(session)  # entries the snapshot already reflects are not applied twice
+    assert _sql(pg_url, "SELECT journal_seq FROM amos_sessions") == [(7,)]
+    store.close_journal(session.id)
+    assert [m.text for m in _fresh(pg_url).load(session.id).messages] == ["m0", "m1"]
+
+    # a snapshot that lags behind (a run killed before its save): the entries after it are applied
+    data = json.loads(_sql(pg_url, "SELECT data FROM amos_sessions")[0][0])
+    data["journal_seq"] = 1
+    _sql(pg_url, "UPDATE amos_sessions SET data = %s, journal_seq = 1", (json.dumps(data),))
+    fresh = _fresh(pg_url)
+    loaded = fresh.load(session.id)
+    assert [m.text for m in loaded.messages] == ["compacted", "m2", "m3"]
+    assert loaded.title == "retitled" and loaded.provider_state == {"k": 1} and loaded.journal_seq == 7
+    assert fresh.warnings == [f"session {session.id}: recovered 5 journal entries written after its last "
+                              "snapshot (amos stopped before saving)"]
+    (row,) = fresh.list()
+    assert row.messages == 3 and row.title == "retitled"
+    journal = fresh.journal(loaded)
+    journal.append("message", "t", index=9, message=Message.user("gap").model_dump(mode="json"))
+    journal.append("fields", "t", fields={"title": "never"})
+    fresh.close_journal(session.id)
+    other = _fresh(pg_url)
+    assert other.load(session.id).title == "retitled"
+    assert any("does not fit the history" in w for w in other.warnings)
+
+
+def test_pruning_keeps_labelled_checkpoints_and_numbers_are_never_reused(pg_url):
+    from amos.messages import Message
+
+    store, session = _pg_saved_session(pg_url)
+    taken = []
+    for n in range(8):
+        session.messages.append(Message.user(f"extra {n}"))
+        taken.append(store.take_checkpoint(session, "save", label="keep-me" if n in (1, 4) else None,
+                                           keep=3).number)
+    assert taken == list(range(1, 9))
+    assert [(r.number, r.label) for r in store.checkpoints_of(session.id).list()] == [
+        (2, "keep-me"), (5, "keep-me"), (8, None)]
+    store.save(session)
+    forgetful = _fresh(pg_url).load(session.id)
+    forgetful.last_checkpoint = 0  # an older snapshot: numbering continues after the highest row
+    assert store.take_checkpoint(forgetful, "save", label="keep-me", keep=3).number == 9
+    lock = store.lock(session.id)
+    try:
+        restored = store.restore(store.load(session.id), 2, keep=3)
+    finally:
+        store.close_journal(session.id)
+        lock.release()
+    assert restored.last_checkpoint == 10 and len(restored.messages) == 4
+    loaded = _fresh(pg_url).load(session.id)
+    assert loaded.last_checkpoint == 10 and [m.text for m in loaded.messages][-1] == "extra 1"
+    assert store.take_checkpoint(loaded, "save", keep=3).number == 11
+
+
+def test_a_snapshot_that_no_longer_validates_is_listed_broken_and_repaired(tmp_path, pg_home, pg_url):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = write_script(tmp_path, [{"text": "one"}, {"text": "two"}])
+    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "hello")
+    assert code == 0, doc
+    sid = doc["session_id"]
+    _sql(pg_url, "UPDATE amos_sessions SET data = '{\"id\": \"' || id || '\", \"messages\": 7}'")
+    listed = cli("sessions", "list")
+    assert listed.exit_code == 0 and "BROKEN" in listed.stdout, listed.stdout
+    result = cli("run", "--session", sid, "again")
+    assert result.exit_code == 2 and f"`amos sessions repair {sid}` rebuilds it from checkpoint 1" in result.stderr
+    result = cli("sessions", "repair", sid)
+    assert result.exit_code == 0, result.stderr
+    code, doc = cli_json("run", "--session", sid, "again")
+    assert code == 0 and doc["output_text"] == "two", doc
