@@ -339,6 +339,20 @@ class Library:
 
         return self.evidence().rebuild_index(session_references(self.store))
 
+    def migrate_store(self, to: str, progress: Any) -> Any:
+        """Copy every session and evidence record to ``to`` (``postgres`` or ``files``),
+        verifying every hash; ``progress(line)`` is called per step (issue 22).
+
+        Returns:
+            The :class:`~amos.store_pg.migrate.MigrateReport`.
+
+        Raises:
+            SessionError / ConfigError: a store cannot be reached, a session is busy.
+        """
+        from amos.store_pg.migrate import migrate
+
+        return migrate(self.config, to, progress)
+
     # ------------------------------------------------------------------ MCP servers
 
     def tool_permissions(self) -> dict[str, str]:
