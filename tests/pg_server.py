@@ -80,8 +80,9 @@ class Cluster:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def start_cluster() -> Cluster:
-    """initdb and start a cluster on 127.0.0.1 (fsync off: a test cluster, never a real one).
+def start_cluster(*, durable: bool = False) -> Cluster:
+    """initdb and start a cluster on 127.0.0.1 (fsync off unless ``durable``: a test
+    cluster, never a real one; benchmarks ask for a durable one).
 
     Raises:
         RuntimeError: initdb or the start failed (the message holds their output).
@@ -99,8 +100,8 @@ def start_cluster() -> Cluster:
         [*as_user, str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
          "--no-locale", "--no-sync"],
         [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(folder / "log"), "-w", "-t", "60", "-o",
-         f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
-         "-c full_page_writes=off -c max_connections=200", "start"],
+         f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=200"
+         + ("" if durable else " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"), "start"],
     ]
     for step in steps:
         done = subprocess.run(step, capture_output=True, text=True, timeout=120)
