@@ -413,3 +413,21 @@ def test_a_snapshot_that_no_longer_validates_is_listed_broken_and_repaired(tmp_p
     assert result.exit_code == 0, result.stderr
     code, doc = cli_json("run", "--session", sid, "again")
     assert code == 0 and doc["output_text"] == "two", doc
+
+
+def test_another_process_holding_the_lock_makes_a_session_live_elsewhere(pg_url):
+    """A journal read while another machine runs the session is that live run, not an
+    interrupted one (the file store's ``live_elsewhere``)."""
+    holder, session = _pg_saved_session(pg_url)
+    other = _fresh(pg_url)
+    assert not other.live_elsewhere(session.id)
+    lock = holder.lock(session.id)
+    try:
+        assert other.live_elsewhere(session.id) and not holder.live_elsewhere(session.id)
+        with pytest.raises(SessionError) as caught:
+            other.lock(session.id)
+        assert caught.value.code == "busy" and f"host {socket.gethostname()}" in str(caught.value)
+    finally:
+        lock.release()
+    assert not other.live_elsewhere(session.id)
+    other.lock(session.id).release()

@@ -178,8 +178,10 @@ class Database:
 
                 first = self.dedicated(keepalive=False)  # reachability and schema, with a clean error
                 first.close()
+                # check: a connection the server dropped (a restart, a failover) is replaced, not handed out
                 pool = ConnectionPool(self.url, min_size=1, max_size=4, kwargs=self._kwargs(), open=False,
-                                      name="amos-store", timeout=CONNECT_TIMEOUT_S)
+                                      name="amos-store", timeout=CONNECT_TIMEOUT_S,
+                                      check=ConnectionPool.check_connection)
                 pool.open(wait=False)
                 self._pool = pool
                 atexit.register(self.close)

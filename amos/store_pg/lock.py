@@ -32,8 +32,8 @@ def machine_name() -> str:
 
 def holder(conn: Any, session_id: str) -> str:
     """`` (host H, pid N, since T)`` of the recorded holder, or ``""``."""
-    row = conn.execute("SELECT machine, pid, since FROM amos_run_locks WHERE session_id = %s",
-                       (session_id,)).fetchone()
+    row = conn.execute("SELECT machine, pid, since FROM amos_run_locks WHERE session_id = %s AND backend_pid IN "
+                       "(SELECT pid FROM pg_stat_activity)", (session_id,)).fetchone()  # not a dead holder's row
     return f" (host {row[0]}, pid {row[1]}, since {row[2]})" if row else ""
 
 
@@ -106,11 +106,3 @@ def held_elsewhere(conn: Any, session_id: str, own_backend: int | None) -> bool:
         "AND objid = %s::bigint::oid AND objsubid = 1 AND pid IS DISTINCT FROM %s",
         (classid, objid, own_backend)).fetchone()
     return bool(row[0])
-
-
-def raise_lost(exc: BaseException, what: str) -> SessionError:
-    """The ``write_failed`` error for a write on a lost connection (the storage_error path)."""
-    from amos.store_pg.connect import problem
-
-    return SessionError("write_failed", f"cannot {what}: the session store connection failed "
-                                        f"({problem(exc, '')})", exit_code=1)
