@@ -50,7 +50,7 @@ def list_sessions(
         "--workspace", metavar="DIR", help="Only the sessions of this workspace (default: all, the current "
                                            "folder's marked with *).")] = None,
 ) -> None:
-    """Saved sessions, newest first, with the workspace each ran in.
+    """Saved sessions, newest first, with the workspace and host (machine) each last ran in.
 
     Examples:
 

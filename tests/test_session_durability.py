@@ -637,9 +637,10 @@ def test_a_version_1_session_with_every_section_loads_and_is_saved_as_version_2(
     assert session.journal_seq == 0 and session.last_checkpoint == 0
     dumped = session.model_dump(mode="json")
     for section in ("loop", "doom_loop", "task_state", "evidence_recent", "evidence_scope", "provider_state",
-                    "name", "title", "host", "created_at"):
+                    "name", "title", "created_at"):
         assert dumped[section] == data[section], section
     assert dumped["usage"] == data["usage"] | {"cost_usd": None}  # a field added since has its default
+    assert dumped["host"] == data["host"] | {"machine": None}  # so has the machine it ran on (issue 22)
     assert session.pending.undecided()[0].call.call_id == "w1"
     assert session.pending.execution.policy_state == data["pending"]["execution"]["policy_state"]
     assert session.last_stop.verdict == "WAITING_UNROUTED"
@@ -649,8 +650,9 @@ def test_a_version_1_session_with_every_section_loads_and_is_saved_as_version_2(
     saved = json.loads(path.read_text())
     assert saved["version"] == 2
     for section in ("loop", "doom_loop", "task_state", "evidence_recent", "evidence_scope", "provider_state",
-                    "name", "title", "host", "created_at", "id"):
+                    "name", "title", "created_at", "id"):
         assert saved[section] == data[section], section
+    assert saved["host"] == data["host"] | {"machine": None}
     assert saved["pending"]["execution"]["policy_state"] == data["pending"]["execution"]["policy_state"]
     assert saved["journal_seq"] == 0 and saved["last_checkpoint"] == 0
     assert _store().load(sid) == session
