@@ -91,6 +91,10 @@ class Checkpoints:
     def _meta(self, number: int) -> Path:
         return self.folder / f"{number:06d}.meta.json"
 
+    def where(self, number: int) -> str:
+        """How messages name checkpoint ``number`` (its file)."""
+        return str(self._path(number))
+
     def highest(self) -> int:
         """The highest number any file in the folder carries (0 when none)."""
         try:

@@ -20,6 +20,7 @@ from amos.cli_diff import diff_command
 from amos.cli_evidence import evidence_app
 from amos.cli_mcp import mcp_app
 from amos.cli_sessions import sessions_app
+from amos.cli_store import store_app
 from amos.safe_text import printable
 
 
@@ -100,6 +101,7 @@ register_checkpoints(sessions_app)
 app.add_typer(sessions_app, name="sessions",
               help="List, show, export, delete, checkpoint, restore and repair saved sessions.")
 app.add_typer(evidence_app, name="evidence", help="List, read and prune durable tool evidence.")
+app.add_typer(store_app, name="store", help="Move sessions and evidence between the folders and PostgreSQL.")
 app.add_typer(mcp_app, name="mcp", help="List MCP servers and their tools; check that they start.")
 app.command("diff")(diff_command)
 

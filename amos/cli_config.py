@@ -9,6 +9,7 @@ never a traceback (spec/cli.md, "Errors"). The main CLI mounts it with
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -156,6 +157,7 @@ def path_command(config: ConfigOption = None) -> None:
             ("data dir", str(paths.data_dir())),
             ("sessions dir", str(paths.sessions_dir(loaded.config))),
             ("evidence dir", str(paths.evidence_dir(loaded.config))),
+            ("store", _store_line(loaded.config)),
             ("log dir", str(paths.log_dir())),
             ("commands dir", str(paths.commands_dir())),
         ]
@@ -163,6 +165,16 @@ def path_command(config: ConfigOption = None) -> None:
         rows += [("config in use", source) for source in in_use]
         for label, value in rows:
             typer.echo(f"{label + ':':<15} {value}")
+
+
+def _store_line(config) -> str:
+    """``files`` or where the PostgreSQL store is (password masked; issue 22)."""
+    if config.store.backend != "postgres":
+        return "files (the sessions and evidence dirs)"
+    from amos.redact import mask_url
+
+    url = os.environ.get("AMOS_STORE_URL", "").strip() or config.store.url
+    return f"postgres {mask_url(url) if url else '(no store.url or AMOS_STORE_URL)'}"
 
 
 @config_app.command("trust")

@@ -50,7 +50,7 @@ def list_sessions(
         "--workspace", metavar="DIR", help="Only the sessions of this workspace (default: all, the current "
                                            "folder's marked with *).")] = None,
 ) -> None:
-    """Saved sessions, newest first, with the workspace each ran in.
+    """Saved sessions, newest first, with the workspace and host (machine) each last ran in.
 
     Examples:
 
@@ -80,14 +80,16 @@ def list_sessions(
         _echo("no saved sessions" + (f" of {here}" if workspace is not None else ""))
         return
     name_width = max([4] + [len(r.name or "") for r in rows])
+    host_width = min(16, max([4] + [len(r.machine or "-") for r in rows]))  # the machine it last ran on
     _echo(f"  {'ID':<22}  {'UPDATED (UTC)':<19}  {'LAST VERDICT':<17}  {'MSGS':>4}  {'COST':>8}  "
-          f"{'NAME':<{name_width}}  {'WORKSPACE':<24}  TITLE")
+          f"{'NAME':<{name_width}}  {'WORKSPACE':<24}  {'HOST':<{host_width}}  TITLE")
     for r in rows:
         cost = f"${r.cost_usd:.4f}" if r.cost_usd is not None else "-"
         title = f"BROKEN: {r.broken}" if r.broken else (r.title or "")
         mark = "*" if ours(r) else " "
         _echo(f"{mark} {r.id:<22}  {r.updated_at[:19].replace('T', ' '):<19}  {r.last_verdict or '-':<17}  "
-              f"{r.messages:>4}  {cost:>8}  {r.name or '-':<{name_width}}  {_short_path(r.workspace):<24}  {title}")
+              f"{r.messages:>4}  {cost:>8}  {r.name or '-':<{name_width}}  {_short_path(r.workspace):<24}  "
+              f"{(r.machine or '-')[:host_width]:<{host_width}}  {title}")
     if workspace is None and any(ours(r) for r in rows):
         _echo(f"* this workspace ({here}); `amos -c` continues the newest of them")
 

@@ -525,6 +525,30 @@ class SessionsConfig(_Model):
     """Checkpoints kept per session."""
 
 
+def _check_store_url(value: str) -> str:
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        raise ValueError("is not a URL (postgresql://USER@HOST:PORT/DATABASE)") from None
+    if parts.scheme not in ("postgresql", "postgres") or not (parts.hostname or "host=" in parts.query):
+        raise ValueError("must be a postgresql://USER@HOST:PORT/DATABASE URL") from None
+    return value
+
+
+StoreUrl = Annotated[str, AfterValidator(_check_store_url)]
+
+
+class StoreConfig(_Model):
+    """Where sessions and evidence are kept (issue 22): local files, or one PostgreSQL database."""
+
+    backend: Literal["files", "postgres"] = "files"
+    """``files`` (the default: ``sessions.directory``/``evidence.directory``) or ``postgres``."""
+    url: StoreUrl | None = None
+    """``postgresql://USER@HOST:PORT/DATABASE`` for ``postgres``; ``AMOS_STORE_URL`` overrides it. Keep the
+    password out of this file: ``PGPASSWORD``, ``~/.pgpass`` or ``AMOS_STORE_URL``."""
+
+
 class CheckpointsConfig(_Model):
     """Workspace snapshots taken with each checkpoint (issue 20: /undo, /rewind, /diff)."""
 
@@ -691,6 +715,8 @@ class AmosConfig(_Model):
     """Task-state notebook."""
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
     """Session store."""
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    """Storage backend of sessions and evidence (files or PostgreSQL)."""
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
     """Workspace file snapshots."""
     ui: UiConfig = Field(default_factory=UiConfig)

@@ -155,7 +155,7 @@ class SessionRecovery:
         from amos.sessions import migrate, validate_session
 
         folder = self.checkpoints_of(session.id)
-        where = str(folder.folder / f"{number:06d}.json")
+        where = folder.where(number)
         restored = validate_session(migrate(folder.read(number), where), where)
         self.store.save(session)
         self.take_checkpoint(session, "before_restore", keep=keep, files=files)

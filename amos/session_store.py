@@ -24,6 +24,7 @@ from amos.errors import SessionError
 from amos.journal import Journal, read_journal, read_regular, replay, tail_seq
 from amos.journal_gaps import JournalGap
 from amos.session_recovery import RepairResult, SessionRecovery
+from amos.session_replay import replay_validated
 from amos.sessions import (
     _ID_RE,
     SESSION_VERSION,
@@ -252,39 +253,10 @@ class SessionStore:
         """The snapshot (or what ``loader()`` returns afresh) with the journal entries
         after it (past any ``gaps``, :func:`amos.journal.replay`); an entry that would make
         the session invalid is found (by bisection) and ignored with everything after it."""
-        where = str(self.journal_path(session_id))
-        live = self.live_elsewhere(session_id)
-        load_base = loader or (lambda: self.read_data(session_id))
-
-        def attempt(count: int, base: dict[str, Any] | None = None) -> tuple[Session, int, list[str]]:
-            current = base if base is not None else load_base()
-            applied, problems = replay(current, entries[:count], live=live, gaps=gaps or ())
-            return validate_session(current, where), applied, problems
-
-        try:
-            session, applied, problems = attempt(len(entries), data)
-        except SessionError as exc:
-            good, bad = 0, len(entries)  # attempt(good) validates; attempt(bad) does not
-            while bad - good > 1:
-                middle = (good + bad) // 2
-                try:
-                    attempt(middle)
-                    good = middle
-                except SessionError:
-                    bad = middle
-            try:
-                session, applied, problems = attempt(good)
-            except SessionError:  # the snapshot itself is invalid
-                validate_session(load_base(), str(self.path(session_id)))
-                raise
-            self.warnings.append(f"{where}: entry {entries[good].get('seq')} would make the session invalid "
-                                 f"({str(exc).removeprefix(where + ': ')}); ignored it and the "
-                                 f"{len(entries) - good - 1} entries after it")
-        self.warnings.extend(w for w in problems if w not in self.warnings)
-        if applied:
-            self.warnings.append(f"session {session_id}: recovered {applied} journal entries written after "
-                                 "its last snapshot (amos stopped before saving)")
-        return session
+        return replay_validated(
+            session_id, data, entries, where=str(self.journal_path(session_id)),
+            snapshot_where=str(self.path(session_id)), load_base=loader or (lambda: self.read_data(session_id)),
+            live=self.live_elsewhere(session_id), gaps=list(gaps or ()), warnings=self.warnings)
 
     def save(self, session: Session) -> Path:
         """Write ``session.json`` atomically (temp + fsync + replace, 0600).
@@ -315,6 +287,10 @@ class SessionStore:
             raise SessionError("write_failed", f"cannot save session to {path}: {exc.strerror or exc}",
                                exit_code=1) from None
         return path
+
+    def journal_entries(self, session_id: str) -> list[dict[str, Any]]:
+        """Every readable entry of the session's journal, in order (read only)."""
+        return read_journal(self.journal_path(session_id)).entries
 
     def exists(self, session_id: str) -> bool:
         """Whether a saved session with this id exists."""
@@ -397,6 +373,7 @@ class SessionStore:
                 last_verdict=last.get("verdict") if isinstance(last, dict) else None,
                 model=(data.get("host") or {}).get("model"), path=str(path),
                 workspace=(data.get("host") or {}).get("workspace"),
+                machine=(data.get("host") or {}).get("machine"),
                 cost_usd=usage.get("cost_usd") if isinstance(usage.get("cost_usd"), (int, float)) else None)
         except (SessionError, ValueError, AttributeError, TypeError, RecursionError) as exc:
             reason = str(exc).removeprefix(f"{path}: ")

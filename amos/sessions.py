@@ -57,6 +57,8 @@ class HostSettings(_Model):
     verify: str | None = None
     max_steps: int | None = None
     checker_pins: dict[str, str] = Field(default_factory=dict)
+    machine: str | None = None
+    """The host name of the machine the session last ran on (issue 22)."""
 
 
 class ExecutionRecord(_Model):
@@ -312,6 +314,8 @@ class SessionSummary(_Model):
     cost_usd: float | None = None
     workspace: str | None = None
     """The workspace the session last ran in (its host settings), for ``amos -c``."""
+    machine: str | None = None
+    """The host name of the machine it last ran on (issue 22)."""
 
 
 def _migrate_1(data: dict[str, Any]) -> dict[str, Any]:

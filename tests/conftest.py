@@ -84,3 +84,68 @@ def visible() -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- PostgreSQL (issue 22)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """One PostgreSQL cluster for the whole test session (tests/pg_server.py), with a
+    migrated template database; skipped with the reason when it cannot start here —
+    except under ``CI=true``, where a PostgreSQL test fails instead."""
+    from . import pg_server
+
+    why = pg_server.missing()
+    if why is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL tests cannot run under CI=true: {why}")
+        pytest.skip(f"PostgreSQL tests need a server: {why}")
+    cluster = pg_server.start_cluster()
+    try:
+        import psycopg
+
+        from amos.store_pg.schema import ensure_schema
+
+        with psycopg.connect(cluster.url, autocommit=True) as conn:
+            conn.execute("CREATE DATABASE amos_template")
+        with psycopg.connect(cluster.url_of("amos_template"), autocommit=True) as conn:
+            ensure_schema(conn, "template")
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+_pg_counter = iter(range(1, 1_000_000))
+
+
+@pytest.fixture
+def pg_url(pg_cluster, monkeypatch) -> Iterator[str]:
+    """A fresh, migrated database of the session's cluster for one test, its URL in
+    ``AMOS_STORE_URL`` (the config still has to choose ``store.backend: "postgres"``)."""
+    import psycopg
+
+    name = f"amos_t{os.getpid()}_{next(_pg_counter)}"
+    with psycopg.connect(pg_cluster.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE amos_template")
+    url = pg_cluster.url_of(name)
+    monkeypatch.setenv("AMOS_STORE_URL", url)
+    try:
+        yield url
+    finally:
+        from amos.store_pg import connect
+
+        db = connect._DATABASES.pop(url, None)
+        if db is not None:
+            db.close()
+
+
+@pytest.fixture
+def pg_home(amos_home, pg_url) -> Path:
+    """AMOS_HOME whose user config keeps sessions and evidence in ``pg_url``."""
+    import json
+
+    (amos_home / "config").mkdir(exist_ok=True)
+    (amos_home / "config" / "config.json").write_text(json.dumps(
+        {"store": {"backend": "postgres"}}))
+    return amos_home

@@ -22,7 +22,7 @@ FORBIDDEN_IMPORTS = (
     "amos.session_recovery", "amos.session_export", "amos.policy", "amos.runner", "amos.execution",
     "amos.loop_guard", "amos.doom_guard", "amos.approvals", "amos.receipts", "amos.compaction", "amos.context",
     "amos.tools", "amos.host", "amos.mcp.hub", "amos.mcp.connection", "amos.mcp.launch", "amos.mcp.tools",
-    "amos.snapshots",
+    "amos.snapshots", "amos.store_pg", "amos.session_replay",
 )
 """Engine-side modules (``amos.engine`` re-exports the types front ends render)."""
 

@@ -53,12 +53,18 @@ class Clock:
         return self.t
 
 
-@pytest.fixture(params=["file", "memory"])
+@pytest.fixture(params=["file", "memory", "postgres"])
 def make_store(request, tmp_path):
     def factory(scope: EvidenceScope = SCOPE, **kw) -> EvidenceStore:
         if request.param == "file":
             return FileEvidenceStore(tmp_path / "evidence", scope, **kw)
         kw.pop("fsync", None)
+        if request.param == "postgres":  # issue 22: the same contract on a real server
+            from amos.store_pg.connect import database
+            from amos.store_pg.evidence import PgEvidenceStore
+
+            kw.pop("lock_timeout_s", None)
+            return PgEvidenceStore(database(request.getfixturevalue("pg_url")), scope, **kw)
         return InMemoryEvidenceStore(scope, **kw)
 
     return factory

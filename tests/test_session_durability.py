@@ -33,8 +33,18 @@ ANSWERS = ["answer one", "answer two", "answer three", "answer four"]
 
 
 def _store() -> SessionStore:
-    """The store the CLI uses under this test's AMOS_HOME."""
-    return SessionStore(sessions_dir())
+    """The store the CLI uses under this test's AMOS_HOME (its config may choose PostgreSQL)."""
+    from amos.host import RunOptions, load_host_config, open_store
+
+    return open_store(load_host_config(RunOptions())[0])
+
+
+@pytest.fixture(params=["files", "postgres"])
+def backend(request) -> str:
+    """Run the test on the file store and again on PostgreSQL (issue 22)."""
+    if request.param == "postgres":
+        request.getfixturevalue("pg_home")
+    return request.param
 
 
 def _three_runs(tmp_path: Path) -> tuple[str, Path, list[dict]]:
@@ -64,7 +74,7 @@ def _three_runs(tmp_path: Path) -> tuple[str, Path, list[dict]]:
 # ---------------------------------------------------------------------------------- checkpoints, export, restore
 
 
-def test_three_runs_checkpoints_export_and_restore(tmp_path):
+def test_three_runs_checkpoints_export_and_restore(tmp_path, backend):
     sid, _, docs = _three_runs(tmp_path)
 
     code, doc = cli_json("sessions", "checkpoints", sid)
@@ -122,7 +132,7 @@ def test_three_runs_checkpoints_export_and_restore(tmp_path):
     assert "no checkpoint 99 (checkpoints: 1, 2, 3, 4, 5)" in result.stderr
 
 
-def test_restore_can_be_undone(tmp_path):
+def test_restore_can_be_undone(tmp_path, backend):
     sid, _, _ = _three_runs(tmp_path)
     code, doc = cli_json("sessions", "restore", sid, "--checkpoint", "2")
     assert code == 0 and doc["undo_checkpoint"] == 4
@@ -627,9 +637,10 @@ def test_a_version_1_session_with_every_section_loads_and_is_saved_as_version_2(
     assert session.journal_seq == 0 and session.last_checkpoint == 0
     dumped = session.model_dump(mode="json")
     for section in ("loop", "doom_loop", "task_state", "evidence_recent", "evidence_scope", "provider_state",
-                    "name", "title", "host", "created_at"):
+                    "name", "title", "created_at"):
         assert dumped[section] == data[section], section
     assert dumped["usage"] == data["usage"] | {"cost_usd": None}  # a field added since has its default
+    assert dumped["host"] == data["host"] | {"machine": None}  # so has the machine it ran on (issue 22)
     assert session.pending.undecided()[0].call.call_id == "w1"
     assert session.pending.execution.policy_state == data["pending"]["execution"]["policy_state"]
     assert session.last_stop.verdict == "WAITING_UNROUTED"
@@ -639,8 +650,9 @@ def test_a_version_1_session_with_every_section_loads_and_is_saved_as_version_2(
     saved = json.loads(path.read_text())
     assert saved["version"] == 2
     for section in ("loop", "doom_loop", "task_state", "evidence_recent", "evidence_scope", "provider_state",
-                    "name", "title", "host", "created_at", "id"):
+                    "name", "title", "created_at", "id"):
         assert saved[section] == data[section], section
+    assert saved["host"] == data["host"] | {"machine": None}
     assert saved["pending"]["execution"]["policy_state"] == data["pending"]["execution"]["policy_state"]
     assert saved["journal_seq"] == 0 and saved["last_checkpoint"] == 0
     assert _store().load(sid) == session

@@ -120,4 +120,4 @@ def test_no_secret_and_no_yes_reach_the_session(tmp_path, monkeypatch):
     assert "hunter2" not in text
     host = json.loads(text)["host"]
     assert "yes" not in host and set(host) == {"model", "base_url", "workspace", "config_path", "verify", "max_steps",
-                                           "checker_pins"}
+                                           "checker_pins", "machine"}

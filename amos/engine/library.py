@@ -143,11 +143,11 @@ class Library:
         keeps only the latest); a receipt that does not validate is skipped."""
         from pydantic import ValidationError
 
-        from amos.journal import read_journal, run_receipts
+        from amos.journal import run_receipts
         from amos.policy.stop import StopReceipt
 
         try:
-            entries = read_journal(self.store.journal_path(session_id)).entries
+            entries = self.store.journal_entries(session_id)
         except SessionError:
             return []
         receipts = []
@@ -342,6 +342,20 @@ class Library:
         from amos.evidence.recorded import session_references
 
         return self.evidence().rebuild_index(session_references(self.store))
+
+    def migrate_store(self, to: str, progress: Any) -> Any:
+        """Copy every session and evidence record to ``to`` (``postgres`` or ``files``),
+        verifying every hash; ``progress(line)`` is called per step (issue 22).
+
+        Returns:
+            The :class:`~amos.store_pg.migrate.MigrateReport`.
+
+        Raises:
+            SessionError / ConfigError: a store cannot be reached, a session is busy.
+        """
+        from amos.store_pg.migrate import migrate
+
+        return migrate(self.config, to, progress)
 
     # ------------------------------------------------------------------ MCP servers
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -78,7 +79,16 @@ def _load_layers(options: RunOptions) -> Any:
 
 
 def open_store(config: AmosConfig) -> SessionStore:
-    """The session store the config points at."""
+    """The session store the config points at: the sessions folder, or the PostgreSQL
+    database of ``store.url`` with ``store.backend: "postgres"`` (the same interface).
+
+    Raises:
+        ConfigError: the PostgreSQL backend without a usable URL or driver (exit 2).
+    """
+    if config.store.backend == "postgres":
+        from amos.store_pg import open_session_store
+
+        return open_session_store(config)
     return SessionStore(paths.sessions_dir(config))
 
 
@@ -153,6 +163,28 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
+def _missing_workspace(workspace: Path, host: HostSettings, options: RunOptions) -> str:
+    """Why the workspace cannot be used; for a session resumed on another machine (a
+    shared session store, issue 22) it names where the session last ran."""
+    here = socket.gethostname()
+    if options.workspace is None and host.workspace and host.machine and host.machine != here:
+        return (f"workspace {workspace} does not exist on this machine ({here}); the session last ran there on "
+                f"{host.machine}. Pass --workspace DIR with this machine's copy of the project")
+    return f"workspace {workspace} is not a folder; pass --workspace DIR"
+
+
+def _note_moved_workspace(workspace: Path, host: HostSettings, opened: Opened) -> None:
+    """A warning when the session last ran on another machine (a shared store, issue 22)."""
+    if not host.machine or host.machine == socket.gethostname() or not host.workspace:
+        return  # the same machine: nothing to say (as before issue 22)
+    if Path(host.workspace) != workspace:
+        opened.warnings.append(f"this session last ran in {host.workspace} on {host.machine}; it now runs in "
+                               f"{workspace}")
+    else:
+        opened.warnings.append(f"this session last ran on {host.machine}; its workspace {workspace} here is "
+                               "this machine's copy, which may differ")
+
+
 def _choose(options: RunOptions, session: Session, config: AmosConfig, opened: Opened) -> _Choice:
     """Model, demo mode, workspace, completion check, step cap and base URL."""
     host, cwd = session.host, options.cwd
@@ -181,7 +213,8 @@ def _choose(options: RunOptions, session: Session, config: AmosConfig, opened: O
     if not str(workspace).isascii() and not _is_utf8(str(workspace)):
         raise UsageError(f"workspace path {str(workspace)!r} is not valid UTF-8; choose a folder with a UTF-8 name")
     if not workspace.is_dir():
-        raise UsageError(f"workspace {workspace} is not a folder; pass --workspace DIR")
+        raise UsageError(_missing_workspace(workspace, host, options))
+    _note_moved_workspace(workspace, host, opened)
     opened.demo = demo
     if options.verify is not None and (not options.verify.strip() or not _is_utf8(options.verify)):
         raise UsageError("--verify needs a command (non-blank UTF-8 text) that exits 0 when the work is done")
@@ -212,7 +245,8 @@ def _choose(options: RunOptions, session: Session, config: AmosConfig, opened: O
 
 
 def _key_variables(config: AmosConfig) -> set[str]:
-    names = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"}
+    # the session store's URL and password too (issue 22): a tool must not reach the shared database
+    names = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AMOS_STORE_URL", "PGPASSWORD"}
     for pconf in (config.providers.openai, config.providers.anthropic, config.providers.google,
                   config.providers.openai_compatible):
         if pconf.api_key_env:
@@ -381,7 +415,7 @@ def _remember_host(session: Session, options: RunOptions, choice: _Choice, secre
         model=choice.model, base_url=strip_url_secrets(choice.base_url), workspace=str(choice.workspace),
         config_path=str((options.cwd / options.config_path).resolve()) if options.config_path else host.config_path,
         verify=choice.flag_verify, max_steps=options.max_steps or host.max_steps,
-        checker_pins=dict(host.checker_pins))
+        checker_pins=dict(host.checker_pins), machine=socket.gethostname() or None)
 
 
 def _mcp_servers(config: AmosConfig, options: RunOptions, opened: Opened) -> Any:

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from amos.errors import SessionError
-from amos.journal import read_journal
 
 
 def _references(value: Any, depth: int = 0) -> Iterator[tuple[str, str, int]]:
@@ -57,7 +56,7 @@ def session_references(sessions: Any) -> dict[str, tuple[str, int]]:
         except (SessionError, ValueError):
             pass
         try:
-            sources.extend(read_journal(sessions.journal_path(row.id)).entries)
+            sources.extend(sessions.journal_entries(row.id))
         except SessionError:
             pass
         for source in sources:

@@ -185,11 +185,18 @@ def open_evidence_store(
             (default: the local user name).
 
     Returns:
-        A :class:`FileEvidenceStore` with the config's limits and ``ttl_days``.
+        A :class:`FileEvidenceStore` with the config's limits and ``ttl_days`` — or, with
+        ``store.backend: "postgres"`` (and no ``directory``), a
+        :class:`~amos.store_pg.evidence.PgEvidenceStore` with the same.
     """
     from amos.paths import evidence_dir
 
     evidence = config.evidence
+    store = getattr(config, "store", None)
+    if directory is None and getattr(store, "backend", "files") == "postgres":
+        from amos.store_pg import open_evidence_store as open_pg
+
+        return open_pg(config, scope if scope is not None else resolve_scope(evidence.scope, owner_id=owner_id))
     return FileEvidenceStore(
         directory if directory is not None else evidence_dir(config),
         scope if scope is not None else resolve_scope(evidence.scope, owner_id=owner_id),

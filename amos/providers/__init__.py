@@ -159,4 +159,7 @@ def secret_values(config: Any) -> tuple[str, ...]:
             values.add(value)
             if value.strip():
                 values.add(value.strip())  # the form the SDK sends, and error messages echo
+    from amos.store_pg.connect import secret_values as store_secrets
+
+    values.update(store_secrets(config))  # the session store's password (issue 22)
     return tuple(sorted(values))
