@@ -87,13 +87,13 @@ class PgSessionStore:
         return self.recovery.checkpoints_of(session_id)
 
     def take_checkpoint(self, session: Session, reason: str, *, label: str | None = None,
-                        keep: int = 20) -> CheckpointInfo:
+                        keep: int = 20, files: Any = None) -> CheckpointInfo:
         """Write an immutable checkpoint of ``session`` (see :class:`SessionRecovery`)."""
-        return self.recovery.take_checkpoint(session, reason, label=label, keep=keep)
+        return self.recovery.take_checkpoint(session, reason, label=label, keep=keep, files=files)
 
-    def restore(self, session: Session, number: int, *, keep: int = 20) -> Session:
+    def restore(self, session: Session, number: int, *, keep: int = 20, files: Any = None) -> Session:
         """Replace ``session`` with checkpoint ``number`` (the current state checkpointed first)."""
-        return self.recovery.restore(session, number, keep=keep)
+        return self.recovery.restore(session, number, keep=keep, files=files)
 
     def recovery_source(self, session_id: str) -> str:
         """What ``amos sessions repair`` would rebuild the session from."""
