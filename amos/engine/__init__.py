@@ -18,6 +18,7 @@ from typing import Any
 _EXPORTS = {
     "Host": "amos.engine.host",
     "Library": "amos.engine.library",
+    "ModelCatalog": "amos.engine.models",
     "open_host": "amos.engine.opening",
     "open_store": "amos.engine.opening",
     "load_host_config": "amos.engine.opening",
