@@ -56,3 +56,32 @@ async def test_a_first_line_is_sent_once_the_app_is_up(make_runner):
         await wait_for(pilot, lambda: app.receipts and not app.busy)
         text = shown_text(app)
         assert "what is here?" in text and text.count("sent at start") == 1
+
+
+async def test_model_without_an_argument_opens_a_picker_and_enter_switches(make_runner, monkeypatch):
+    from textual.widgets import OptionList
+
+    from amos.tui.screens.model_picker import ModelPickerScreen
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-picker-0123456789abcdef")
+    runner, opened = make_runner([{"text": "x"}])
+    app = AmosApp(runner, opened)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "/model")
+        await wait_for(pilot, lambda: isinstance(app.screen, ModelPickerScreen))
+        listing = app.screen.query_one(OptionList)
+        ids = [option.id for option in listing.options]
+        assert listing.options[listing.highlighted].id == runner.model_spec or runner.model_spec not in ids
+        assert "openai:gpt-4o-mini" in ids and "anthropic:claude-sonnet-4-5" in ids
+        headers = [str(o.prompt) for o in listing.options if o.disabled]
+        assert any("OPENAI_API_KEY: set" in h for h in headers)
+        assert any("ANTHROPIC_API_KEY: not set" in h for h in headers)
+        assert not any("sk-picker" in str(o.prompt) for o in listing.options)
+        listing.highlighted = ids.index("openai:gpt-4o-mini")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.runner.model_spec == "openai:gpt-4o-mini")
+        assert "/model openai:gpt-4o-mini" in shown_text(app)  # as if it were typed
+        await submit(pilot, app, "/model")
+        await wait_for(pilot, lambda: isinstance(app.screen, ModelPickerScreen))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: "model unchanged: openai:gpt-4o-mini" in shown_text(app))

@@ -52,6 +52,7 @@ from amos.slash import (
 )
 from amos.tui.app_files import FilesLink
 from amos.tui.app_mcp import McpLink
+from amos.tui.app_models import ModelPicking
 from amos.tui.app_sessions import TERMINATE_GRACE_S, SessionControl  # noqa: F401 - re-exported
 from amos.tui.screens.approval import ApprovalAnswer, ApprovalScreen
 from amos.tui.screens.confirm_done import HINT as HINT_CONFIRM
@@ -160,6 +161,8 @@ class AmosApp(App[int]):
         self._panel_timer: Any = None
         self.sessions = SessionControl(self)
         self.files = FilesLink(self)
+        self.models = ModelPicking(self)
+        """Opens the ``/model`` picker (``app_models``)."""
         """Shows /undo, /rewind and /diff, and asks before overwriting files (``app_files``)."""
 
     # ------------------------------------------------------------------ sessions and quitting (SessionControl)
@@ -522,6 +525,9 @@ class AmosApp(App[int]):
             return
         elif self._wants_picker(line, result):
             self.pick_session(result.result["sessions"])
+            return
+        elif self.models.wants_picker(line, result):
+            self.run_worker(self.models.pick(), group="model-picker", exit_on_error=False)
             return
         elif result.action in ("load_session", "reload_session") and result.action_arg:
             await conv.add_command_output(result.text)
