@@ -19,6 +19,7 @@ _EXPORTS = {
     "Host": "amos.engine.host",
     "Library": "amos.engine.library",
     "ModelCatalog": "amos.engine.models",
+    "EvidenceIds": "amos.engine.evidence_ids",
     "open_host": "amos.engine.opening",
     "open_store": "amos.engine.opening",
     "load_host_config": "amos.engine.opening",

@@ -11,7 +11,6 @@ input stays usable; Ctrl+C (or Esc twice) cancels a run, which then ends with a
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -20,7 +19,6 @@ from typing import Any
 
 from rich.text import Text
 from textual import events, work
-from textual.actions import SkipAction
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -54,6 +52,7 @@ from amos.tui.app_files import FilesLink
 from amos.tui.app_mcp import McpLink
 from amos.tui.app_models import ModelPicking
 from amos.tui.app_sessions import TERMINATE_GRACE_S, SessionControl  # noqa: F401 - re-exported
+from amos.tui.evidence_ids import ShortIds
 from amos.tui.screens.approval import ApprovalAnswer, ApprovalScreen
 from amos.tui.screens.confirm_done import HINT as HINT_CONFIRM
 from amos.tui.screens.confirm_done import ConfirmationAnswer, ConfirmDoneScreen
@@ -123,7 +122,6 @@ class AmosApp(App[int]):
         Binding("ctrl+c", "interrupt", "Cancel run", show=False, priority=True),
         Binding("escape", "escape", "Cancel run (twice)", show=False),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
-        Binding("tab", "complete_custom", "Complete a custom command", show=False, priority=True),
         Binding("f1", "help", "Help", show=False),
         Binding("f2", "toggle_panel", "Side panel", show=False),
         Binding("pageup,shift+pageup", "page_conversation(-1)", "Scroll up", show=False, priority=True),
@@ -163,6 +161,8 @@ class AmosApp(App[int]):
         self.files = FilesLink(self)
         self.models = ModelPicking(self)
         """Opens the ``/model`` picker (``app_models``)."""
+        self.evidence_ids = ShortIds(self)
+        """Short evidence ids in tool lines and the panel; Tab completes them (``evidence_ids``)."""
         """Shows /undo, /rewind and /diff, and asks before overwriting files (``app_files``)."""
 
     # ------------------------------------------------------------------ sessions and quitting (SessionControl)
@@ -248,6 +248,7 @@ class AmosApp(App[int]):
             await conv.add_notice(resumed_notice(self.runner))
         self._refresh_status()
         self._reload_customs()
+        self.prompt_input.evidence_completer = self.evidence_ids.complete
         self.mcp.start_in_background()
         self.prompt_input.focus()
         if self.runner.is_waiting:
@@ -597,29 +598,6 @@ class AmosApp(App[int]):
         if not any(n in self._customs or n in self._mcp_prompts for n in names):
             return None
         return "Tab completes: " + " ".join(f"/{n}" for n in names)
-
-    def action_complete_custom(self) -> None:
-        """Tab in the input, where a custom command is among the completions: complete it.
-
-        Every other Tab (built-in names only, prompts, other widgets) is skipped to the
-        input's own completion or the usual focus change.
-        """
-        field = self.focused
-        if (not isinstance(field, PromptInput) or not field.value.startswith("/")
-                or field.value.startswith("//") or field.cursor_position != len(field.value)):
-            raise SkipAction()
-        value = field.value
-        word, space, _ = value[1:].partition(" ")
-        if space:  # subcommands and /help's argument are the input's own job
-            raise SkipAction()
-        names = sorted({n for n in [*COMMANDS, *self._customs, *self._mcp_prompts] if n.startswith(word)})
-        if not any((n in self._customs or n in self._mcp_prompts) and n not in COMMANDS for n in names):
-            raise SkipAction()
-        field.value = (f"/{names[0]} " if len(names) == 1
-                       else "/" + max(word, os.path.commonprefix(names), key=len))
-        field.cursor_position = len(field.value)
-        if len(names) > 1:  # posted, so it follows the Changed message the new value sends
-            field.post_message(PromptInput.Hint("matches: " + "  ".join(f"/{n}" for n in names)))
 
     # ------------------------------------------------------------------ runs
 

@@ -89,7 +89,11 @@ class ModelPickerScreen(DismissOnce[str | None]):
 
     def on_mount(self) -> None:
         """Focus the list on the model in use (else the first model)."""
-        listing = self.query_one(OptionList)
+        found = self.query(OptionList)
+        if not found:  # seen under load: mounted before its children; try again after a refresh
+            self.call_after_refresh(self.on_mount)
+            return
+        listing = found.first()
         listing.focus()
         ids = [option.id for option in listing.options]
         start = ids.index(self.current) if self.current in ids else next(
