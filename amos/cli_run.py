@@ -117,6 +117,7 @@ class Renderer:
         self.progress = fmt == "text" and not quiet and err.isatty()
         self.plain = not quiet and not self.stream and not self.progress
         self.asking = False  # approvals are asked at the terminal (the asker prints them)
+        self.typed: dict[str, str] | None = None  # a custom command: the line as typed and its expansion
         self._mid_line = False
         self._step_text: list[str] = []  # the text streamed since the last step began
 
@@ -180,7 +181,7 @@ class Renderer:
         if self.json_out:
             code = finished.receipt.exit_code if exit_code is None else exit_code
             write_line(self.out, run_document(finished, session_id=session_id, model=model, exit_code=code,
-                                              held=held))
+                                              held=held, typed=self.typed))
             return
         if self._mid_line:
             self.err.write("\n")
@@ -263,10 +264,17 @@ def _exit_for(finished: RunFinished, signal_name: str | None) -> int:
     return receipt.exit_code
 
 
-def _render_run(runner: Any, events: Any, fmt: str, quiet: bool, ask: bool = False) -> int:
+def _render_run(runner: Any, events: Any, fmt: str, quiet: bool, ask: bool = False,
+                typed: dict[str, str] | None = None) -> int:
     """Consume a run's events with the terminal renderer; returns the exit code (``fmt``:
-    the output format; ``ask``: approvals are asked at the terminal)."""
+    the output format; ``ask``: approvals are asked at the terminal; ``typed``: a custom
+    command's line and expanded prompt, shown once and put in the JSON result)."""
     renderer = Renderer(fmt=fmt, quiet=quiet, err=sys.stderr, out=_out())
+    renderer.typed = typed
+    if typed is not None and typed["command"] is not None and fmt == "text" and not quiet:
+        first = typed["prompt"].strip().splitlines()[0] if typed["prompt"].strip() else ""
+        more = "…" if len(first) > 100 or typed["prompt"].strip().count("\n") else ""
+        print(printable(f"amos: {typed['command']} → prompt: {first[:100]}{more}"), file=sys.stderr)
     asker = TerminalAsker(runner, sys.stderr) if ask else None
     renderer.asking = ask
     finished, sig = aio.run(_consume(runner, events, renderer, asker))
@@ -286,11 +294,17 @@ def _run_line(runner: Any, line: str, fmt: str, quiet: bool, ask: bool = False) 
     outcome = run_line(runner, line)
     if outcome.kind == "run" and outcome.expand is not None:  # an MCP prompt: the server renders it
         try:
-            outcome.events = runner.run(aio.run(outcome.expand()))
+            outcome.prompt = aio.run(outcome.expand())
+            outcome.events = runner.run(outcome.prompt)
         except SlashCommandError as exc:
             outcome = LineOutcome(line=line, kind="error", error=exc)
     if outcome.kind == "run":
-        return _render_run(runner, outcome.events, fmt, quiet, ask)
+        from amos.engine import masked_text
+
+        slash = outcome.result is not None  # a custom command or an MCP prompt
+        typed = {"command": masked_text(runner, line) if slash else None,
+                 "prompt": masked_text(runner, outcome.prompt or "")}
+        return _render_run(runner, outcome.events, fmt, quiet, ask, typed)
     if outcome.kind == "error":
         exc = outcome.error
         assert exc is not None

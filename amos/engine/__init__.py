@@ -20,6 +20,7 @@ _EXPORTS = {
     "Library": "amos.engine.library",
     "ModelCatalog": "amos.engine.models",
     "EvidenceIds": "amos.engine.evidence_ids",
+    "masked_text": "amos.engine.display",
     "open_host": "amos.engine.opening",
     "open_store": "amos.engine.opening",
     "load_host_config": "amos.engine.opening",

@@ -24,7 +24,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Static
 
-from amos.engine import Opened, RunOptions, StopReceipt
+from amos.engine import Opened, RunOptions, StopReceipt, masked_text
 from amos.errors import AmosError, SlashCommandError
 from amos.events import (
     ApprovalRequested,
@@ -476,7 +476,7 @@ class AmosApp(App[int]):
                 self.run_worker(self.mcp.send(outcome), group="mcp-prompt", exit_on_error=False)
                 return
             assert outcome.prompt is not None
-            await self.send_prompt(outcome.prompt)
+            await self.send_prompt(outcome.prompt, typed=line if outcome.result is not None else None)
             return
         self._take_line(line)
         await self._show_command(outcome)
@@ -486,18 +486,22 @@ class AmosApp(App[int]):
         self.prompt_input.value = ""
         self.show_notice_line("")
 
-    async def send_prompt(self, prompt: str) -> None:
+    async def send_prompt(self, prompt: str, typed: str | None = None) -> None:
         """Start a run of ``prompt`` (shown in the conversation) in a worker.
 
         Args:
             prompt: the prompt text (already stripped of a ``//`` escape).
+            typed: the custom command line it came from: shown as typed, the prompt folded under it.
         """
         try:
             events = self.runner.run(prompt)
         except AmosError as exc:
             await self.conversation.add_notice(str(exc), "error")
             return
-        await self.conversation.add_prompt(prompt)
+        if typed is not None:
+            await self.conversation.add_prompt(typed, expansion=masked_text(self.runner, prompt))
+        else:
+            await self.conversation.add_prompt(prompt)
         self._start(events)
 
     async def _show_command(self, outcome: LineOutcome) -> None:
