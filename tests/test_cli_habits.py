@@ -271,3 +271,20 @@ def test_a_custom_command_run_headless_shows_what_was_typed_and_the_prompt_sent(
     text = cli("run", "--script", str(script), "--workspace", str(ws), "--no-save", "/greet bob")
     assert text.stdout == "Hello!\n"
     assert "amos: /greet bob → prompt: Say hello to bob" in text.stderr
+
+
+def test_resume_prints_each_answer_once(tmp_path):
+    ws = _ws(tmp_path)
+    script = write_script(tmp_path, [{"text": "The report is written."}])
+    first = cli("run", "--script", str(script), "--workspace", str(ws), "--verify", "human", "write the report")
+    assert first.exit_code == 5 and first.stdout == "The report is written.\n"
+    confirmed = cli("resume", "latest", "--confirm")
+    assert confirmed.exit_code == 0, confirmed.stderr
+    assert confirmed.stdout == ""  # the run that wrote the answer printed it; the receipt says confirmed
+    assert "VERIFIED_COMPLETE" in confirmed.stderr
+    approved_ws = _ws(tmp_path, "ws2")
+    waiting = cli("run", "--script", str(_write_script(tmp_path)), "--workspace", str(approved_ws), "write b")
+    assert waiting.exit_code in (4, 5) and waiting.stdout == "writing\n"
+    resumed = cli("resume", "latest", "--all")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert resumed.stdout == "done\n"  # the new answer, once; "writing" is not printed again
