@@ -101,12 +101,13 @@ def test_short_ids_are_the_shortest_unique_prefixes(recorded):
     assert isinstance(store, FileEvidenceStore)
     names = EvidenceIds(store)
     for record_id in ids:
-        short = names.short(record_id)
-        assert short == short_id(store, record_id)
-        assert record_id.startswith(short) and len(short.replace("-", "")) >= 8 and len(short) < len(record_id)
-        assert resolve_record_id(store, short) == record_id
-        shorter = short[:-1].rstrip("-")
-        if len(shorter.replace("-", "")) >= 8:  # one digit less is shared with another record
+        shown = names.short(record_id)  # what the TUI shows: at least the id's whole millisecond
+        assert record_id.startswith(shown) and len(shown.replace("-", "")) >= 12 and len(shown) < len(record_id)
+        assert resolve_record_id(store, shown) == record_id
+        shortest = short_id(store, record_id, min_hex=4)
+        assert resolve_record_id(store, shortest) == record_id
+        shorter = shortest[:-1].rstrip("-")
+        if len(shorter.replace("-", "")) >= 4:  # one digit less is shared with another record
             with pytest.raises(EvidenceError) as info:
                 resolve_record_id(store, shorter)
             assert info.value.code == "ambiguous" and info.value.exit_code == 2

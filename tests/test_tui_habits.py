@@ -134,7 +134,7 @@ async def test_tool_lines_show_short_evidence_ids_and_tab_completes_them(make_ru
         for record_id, header in zip(ids, headers, strict=True):
             assert record_id not in header  # the whole 36 characters are not shown
             short = header.rsplit(" ev ", 1)[1].split()[0]
-            assert record_id.startswith(short) and 8 <= len(short.replace("-", "")) < 32
+            assert record_id.startswith(short) and 12 <= len(short.replace("-", "")) < 32
         # Tab completes a unique prefix to the whole id
         short = headers[1].rsplit(" ev ", 1)[1].split()[0]
         app.prompt_input.value = ""
@@ -150,3 +150,31 @@ async def test_tool_lines_show_short_evidence_ids_and_tab_completes_them(make_ru
         # and the short id is accepted where an id is taken
         await submit(pilot, app, f"/context evidence read {short}")
         await wait_for(pilot, lambda: '"call_id":"rb"' in shown_text(app).replace(" ", ""))
+
+
+async def test_f2_overlays_the_conversation_below_100_columns_and_sits_beside_it_above(make_runner):
+    runner, opened = make_runner([{"text": "x"}])
+    for size, overlay in (((80, 24), True), ((120, 40), False)):
+        app = AmosApp(runner, opened)
+        async with app.run_test(size=size) as pilot:
+            before = app.conversation.size.width
+            await pilot.press("f2")
+            await pilot.pause()
+            panel = app.side_panel
+            assert panel.display and 30 <= panel.size.width <= 45
+            if overlay:  # the conversation keeps its width (no re-wrapping into 40 columns)
+                assert app.conversation.size.width == before
+                assert panel.region.x >= size[0] - panel.outer_size.width - 1
+            else:
+                assert app.conversation.size.width + panel.outer_size.width <= size[0]
+                assert app.conversation.size.width >= 70
+
+
+async def test_help_context_puts_each_note_under_its_usage(make_runner):
+    runner, opened = make_runner([{"text": "x"}])
+    app = AmosApp(runner, opened)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, app, "/help context")
+        text = shown_text(app)
+        assert "/context task note TEXT…\n    a constraint at the current revision (id generated)" in text
+        assert not any(len(line) > 78 for line in text.splitlines() if line.startswith("/context"))

@@ -40,7 +40,7 @@ class EvidenceIds:
         return resolve_record_id(self._store, text)
 
     def short(self, record_id: str) -> str:
-        """The shortest unique prefix (at least 8 hex digits) to show for ``record_id``;
+        """The shortest unique prefix (at least 12 hex digits) to show for ``record_id``;
         the id itself when it cannot be looked up. Remembered per id: a record stored
         later in the same millisecond may make an older short id ambiguous, which
         :meth:`resolve` then says."""

@@ -20,8 +20,10 @@ from amos.evidence.model import EvidenceError
 
 MIN_PREFIX_HEX = 4
 """Fewest hex digits a typed prefix may have (shorter ones are refused, not guessed)."""
-SHORT_MIN_HEX = 8
-"""Fewest hex digits :func:`short_id` shows."""
+SHORT_MIN_HEX = 12
+"""Fewest hex digits :func:`short_id` shows: the whole millisecond an id was stored in, so a
+short id stays unique when later records arrive (only one stored in the same millisecond
+can share it, and then a longer prefix is shown)."""
 SHOWN_CANDIDATES = 10
 """Candidates an ambiguous prefix's error lists."""
 _HEX = frozenset("0123456789abcdef")

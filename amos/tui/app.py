@@ -87,6 +87,8 @@ TICK_S = 0.2
 """How often the status bar's spinner and elapsed time advance while a run is active."""
 PANEL_REFRESH_S = 0.1
 """During a run, the side panel is redrawn at most this often (a batch of events, one draw)."""
+NARROW_COLUMNS = 100
+"""Terminals narrower than this (columns) get the side panel over the conversation, not beside it."""
 
 
 class AmosApp(App[int]):
@@ -247,6 +249,7 @@ class AmosApp(App[int]):
         if self.options is not None and self.options.session:
             await conv.add_notice(resumed_notice(self.runner))
         self._refresh_status()
+        self._fit_panel(self.size.width)
         self._reload_customs()
         self.prompt_input.evidence_completer = self.evidence_ids.complete
         self.mcp.start_in_background()
@@ -354,6 +357,15 @@ class AmosApp(App[int]):
     def side_panel(self) -> SidePanel:
         """The side panel beside the conversation."""
         return self.query_one(SidePanel)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Below :data:`NARROW_COLUMNS` the side panel overlays the conversation instead of
+        squeezing it (issue 21: at 80 columns F2 left a 44-column conversation)."""
+        self._fit_panel(event.size.width)
+
+    def _fit_panel(self, width: int) -> None:
+        for body in self.query("#body"):
+            body.set_class(width < NARROW_COLUMNS, "-narrow")
 
     def action_toggle_panel(self) -> None:
         """F2: show or hide the side panel (hidden at start; nothing is remembered)."""

@@ -1,6 +1,6 @@
 """Evidence ids as a person sees and types them in the TUI (issue 21).
 
-Tool lines and the side panel show the shortest unique prefix of an id (at least 8 hex
+Tool lines and the side panel show the shortest unique prefix of an id (at least 12 hex
 digits, like git's short hashes) instead of 36 characters; Tab after
 ``/context evidence read `` completes a prefix to the whole id (with nothing typed, it
 offers this session's latest records). Both go through the host API
