@@ -518,7 +518,7 @@ CONTEXT_DETAILS = "\n".join([
     "    STATUS: completed, failed, cancelled",
     "/context evidence [list] [--after CURSOR]",
     "/context evidence read ID [OFFSET [LIMIT]]",
-    "    ID: a whole evidence id or a unique prefix (4+ characters; Tab completes it)",
+    "    ID: an evidence id or a unique prefix of it (4+ characters)",
 ])
 """``/help context``: one usage a line, its note indented under it (issue 21: two columns
 wrapped into each other at 80 columns)."""

@@ -26,10 +26,14 @@ from amos.tui.screens.once import DismissOnce
 HINT = "↑/↓ choose · type to jump · Enter switches · Esc cancels"
 
 
+def _money(value: float) -> str:
+    return f"${value:,.2f}" if value >= 0.1 or value == 0 else f"${value:,.3f}"
+
+
 def _price(row: Mapping[str, Any]) -> str:
     if row.get("input_usd_per_mtok") is None:
         return ""
-    return f"${row['input_usd_per_mtok']:g} / ${row['output_usd_per_mtok']:g} per 1M"
+    return f"{_money(row['input_usd_per_mtok'])} / {_money(row['output_usd_per_mtok'])} per 1M"
 
 
 def model_row(row: Mapping[str, Any], width: int, *, current: str | None = None) -> Text:
@@ -84,6 +88,8 @@ class ModelPickerScreen(DismissOnce[str | None]):
             options += [Option(model_row(r, width, current=self.current), id=str(r["model"])) for r in rows]
         with Vertical(id="model-picker-dialog") as dialog:
             dialog.border_title = "model for the next run"
+            if self.current:
+                dialog.border_subtitle = printable(f"now {self.current}")
             yield OptionList(*options, id="model-picker-list")
             yield Static(Text(HINT), id="model-picker-hint")
 

@@ -72,6 +72,19 @@ def subcommands(name: str) -> list[str]:
     return words if len(alternatives) >= 2 else []
 
 
+def distinct_prefixes(ids: list[str], least: int = 13) -> list[str]:
+    """Each id cut to the shortest prefix (at least ``least`` characters) no other id of
+    ``ids`` starts with — what a completion hint lists instead of whole 36-character ids."""
+    shown = []
+    for record_id in ids:
+        others = [other for other in ids if other != record_id]
+        length = least
+        while length < len(record_id) and any(other.startswith(record_id[:length]) for other in others):
+            length += 1
+        shown.append(record_id[:length])
+    return shown
+
+
 def _common_prefix(words: list[str]) -> str:
     return os.path.commonprefix(words) if words else ""
 
@@ -505,7 +518,8 @@ class PromptInput(TextArea):
         common = _common_prefix(ids)
         if len(common) > len(typed) and common.startswith(typed.lower()):
             self.value = value[: match.start(1)] + common
-        self.post_message(self.Hint("matches: " + "  ".join(ids[:6]) + ("  …" if len(ids) > 6 else "")))
+        self.post_message(self.Hint(f"{len(ids)} matches: " + "  ".join(distinct_prefixes(ids)[:8])
+                                    + ("  …" if len(ids) > 8 else "")))
 
     def _focus_onward(self) -> None:
         chain = self.screen.focus_chain
