@@ -19,6 +19,7 @@ from amos.cli_config import config_app
 from amos.cli_diff import diff_command
 from amos.cli_evidence import evidence_app
 from amos.cli_mcp import mcp_app
+from amos.cli_models import models_command
 from amos.cli_sessions import sessions_app
 from amos.cli_store import store_app
 from amos.safe_text import printable
@@ -89,6 +90,7 @@ app = typer.Typer(
         "  amos run --demo                 # offline demo: fix a tiny project, verified\n"
         "  amos run --script s.json \"fix it\" --workspace ./proj --verify \"python3 -m pytest -q\"\n"
         "  amos sessions list              # saved sessions, newest first\n"
+        "  amos models                     # known models, windows, prices, which keys are set\n"
         "  amos diff latest                # what the agent changed in the files (/undo puts it back)"
     ),
     no_args_is_help=False,
@@ -104,6 +106,7 @@ app.add_typer(evidence_app, name="evidence", help="List, read and prune durable 
 app.add_typer(store_app, name="store", help="Move sessions and evidence between the folders and PostgreSQL.")
 app.add_typer(mcp_app, name="mcp", help="List MCP servers and their tools; check that they start.")
 app.command("diff")(diff_command)
+app.command("models", help=models_command.__doc__)(models_command)
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Config file (overrides user and project config).")]
 ModelOpt = Annotated[str | None, typer.Option("-m", "--model", help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini, scripted:PATH.")]

@@ -86,7 +86,7 @@ def list_evidence(
 
 @evidence_app.command("read")
 def read_evidence(
-    id_or_ref: Annotated[str, typer.Argument(metavar="ID_OR_REF", help="Record id, or a reference as JSON.")],
+    id_or_ref: Annotated[str, typer.Argument(metavar="ID_OR_REF", help="Record id (or a unique prefix of one, 4+ characters), or a reference as JSON.")],
     offset: Annotated[int, typer.Option("--offset", min=0, help="First character (code point).")] = 0,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Most characters (default: all).")] = None,
     config: ConfigOpt = None,

@@ -81,7 +81,7 @@ def pending_lines(finished: RunFinished, held: list[Any] | None, session_id: str
 
 
 def run_document(finished: RunFinished, *, session_id: str, model: str | None, exit_code: int,
-                 held: list[Any] | None = None) -> dict[str, Any]:
+                 held: list[Any] | None = None, typed: dict[str, str] | None = None) -> dict[str, Any]:
     """The ``result`` object of a prompt run (spec/cli.md "``--json`` output of a prompt run", widened).
 
     Args:
@@ -91,6 +91,9 @@ def run_document(finished: RunFinished, *, session_id: str, model: str | None, e
         exit_code: what the command exits with (130/143 after a signal).
         held: the host's held calls; their masked arguments go into
             ``stop.pending_approvals`` entries (``summary``, ``arguments``).
+        typed: ``{"command": the slash line as typed (None for a plain prompt), "prompt":
+            the prompt the model received — a custom command's expansion — masked}``
+            (issue 21); None for a resume (both keys are then null).
     """
     stop = finished.receipt.model_dump(mode="json")
     by_id = {call.call_id: call for call in held or []}
@@ -104,6 +107,7 @@ def run_document(finished: RunFinished, *, session_id: str, model: str | None, e
         "output_text": finished.output_text, "stop": stop, "loop": finished.loop.model_dump(mode="json"),
         "usage": finished.usage.model_dump(mode="json"), "tool_calls": finished.tool_calls,
         "files_changed": finished.files_changed,
+        "command": (typed or {}).get("command"), "prompt": (typed or {}).get("prompt"),
     }
 
 

@@ -119,6 +119,9 @@ class Renderer:
         self.progress = fmt == "text" and not quiet and err.isatty()
         self.plain = not quiet and not self.stream and not self.progress
         self.asking = False  # approvals are asked at the terminal (the asker prints them)
+        self.typed: dict[str, str] | None = None  # a custom command: the line as typed and its expansion
+        self.resumed = False  # amos resume: the answer is printed only if this run wrote it
+        self._wrote_text = False
         self._mid_line = False
         self._step_text: list[str] = []  # the text streamed since the last step began
 
@@ -135,6 +138,8 @@ class Renderer:
             line = event_line(event)
             if line is not None:
                 write_line(self.out, line)
+        if isinstance(event, TextDelta) and event.text:
+            self._wrote_text = True
         if isinstance(event, Notice) and event.level == "error":  # stderr, also with --json
             self._line(f"amos: {event.text}")
             return
@@ -182,14 +187,15 @@ class Renderer:
         if self.json_out:
             code = finished.receipt.exit_code if exit_code is None else exit_code
             write_line(self.out, run_document(finished, session_id=session_id, model=model, exit_code=code,
-                                              held=held))
+                                              held=held, typed=self.typed))
             return
         if self._mid_line:
             self.err.write("\n")
             self._mid_line = False
         streamed = "".join(self._step_text).strip()
         shown = self.progress and self.out.isatty() and streamed == finished.output_text.strip()
-        if finished.output_text and not shown:  # on one terminal, the streamed answer is not printed twice
+        old = self.resumed and not self._wrote_text  # `amos resume --confirm`: the run that wrote it printed it
+        if finished.output_text and not shown and not old:  # each answer is printed once
             # stdout may be a file or pipe a terminal shows later: escaped the same way
             self.out.write(printable(finished.output_text.rstrip("\n")) + "\n")
             self.out.flush()
@@ -265,10 +271,18 @@ def _exit_for(finished: RunFinished, signal_name: str | None) -> int:
     return receipt.exit_code
 
 
-def _render_run(runner: Any, events: Any, fmt: str, quiet: bool, ask: bool = False) -> int:
+def _render_run(runner: Any, events: Any, fmt: str, quiet: bool, ask: bool = False,
+                typed: dict[str, str] | None = None, resumed: bool = False) -> int:
     """Consume a run's events with the terminal renderer; returns the exit code (``fmt``:
-    the output format; ``ask``: approvals are asked at the terminal)."""
+    the output format; ``ask``: approvals are asked at the terminal; ``typed``: a custom
+    command's line and expanded prompt, shown once and put in the JSON result)."""
     renderer = Renderer(fmt=fmt, quiet=quiet, err=sys.stderr, out=_out())
+    renderer.typed = typed
+    renderer.resumed = resumed
+    if typed is not None and typed["command"] is not None and fmt == "text" and not quiet:
+        first = typed["prompt"].strip().splitlines()[0] if typed["prompt"].strip() else ""
+        more = "…" if len(first) > 100 or typed["prompt"].strip().count("\n") else ""
+        print(printable(f"amos: {typed['command']} → prompt: {first[:100]}{more}"), file=sys.stderr)
     asker = TerminalAsker(runner, sys.stderr) if ask else None
     renderer.asking = ask
     finished, sig = aio.run(_consume(runner, events, renderer, asker))
@@ -288,11 +302,17 @@ def _run_line(runner: Any, line: str, fmt: str, quiet: bool, ask: bool = False) 
     outcome = run_line(runner, line)
     if outcome.kind == "run" and outcome.expand is not None:  # an MCP prompt: the server renders it
         try:
-            outcome.events = runner.run(aio.run(outcome.expand()))
+            outcome.prompt = aio.run(outcome.expand())
+            outcome.events = runner.run(outcome.prompt)
         except SlashCommandError as exc:
             outcome = LineOutcome(line=line, kind="error", error=exc)
     if outcome.kind == "run":
-        return _render_run(runner, outcome.events, fmt, quiet, ask)
+        from amos.engine import masked_text
+
+        slash = outcome.result is not None  # a custom command or an MCP prompt
+        typed = {"command": masked_text(runner, line) if slash else None,
+                 "prompt": masked_text(runner, outcome.prompt or "")}
+        return _render_run(runner, outcome.events, fmt, quiet, ask, typed)
     if outcome.kind == "error":
         exc = outcome.error
         assert exc is not None
@@ -435,6 +455,6 @@ def _cli_resume(*, session_id: str, approve: list[str], deny: list[str], reason:
             print(printable(f"amos: warning: {warning}"), file=sys.stderr)
         events = runner.resume(approve=approve, deny={c: reason for c in deny}, approve_all=approve_all or flags.yes,
                                confirm=confirm, reject=reject)
-        return _render_run(runner, events, fmt, quiet, ask)
+        return _render_run(runner, events, fmt, quiet, ask, resumed=True)
     finally:
         runner.close()

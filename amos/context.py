@@ -231,13 +231,20 @@ def known_window(model_spec: str) -> int | None:
         model_spec: ``provider:model`` (or a bare model name); case-insensitive; dated
             or tagged suffixes (``-20250514``, ``:8b``, ``-preview``) are tolerated.
     """
+    best = window_key(model_spec)
+    return MODEL_WINDOWS[best] if best is not None else None
+
+
+def window_key(model_spec: str) -> str | None:
+    """The :data:`MODEL_WINDOWS` key that gives a model its window, or None (``amos models``
+    uses it to tell which table row a priced model name falls under)."""
     name = _model_name(model_spec)
     best: str | None = None
     for key in MODEL_WINDOWS:
         if name.startswith(key) and (len(name) == len(key) or name[len(key)] in _BOUNDARY):
             if best is None or len(key) > len(best):
                 best = key
-    return MODEL_WINDOWS[best] if best is not None else None
+    return best
 
 
 def context_window(model_spec: str, configured: int | None) -> tuple[int, str]:

@@ -87,3 +87,29 @@ def cost_usd(model_spec: str, usage: Usage, *, at: datetime | None = None) -> fl
 def price_known(model_spec: str) -> bool:
     """True when ``cost_usd`` can price ``model_spec`` (lets a front end hide the cost column)."""
     return _calculation(model_spec, Usage(), None) is not None
+
+
+def price_per_million(model_spec: str) -> tuple[float, float] | None:
+    """``(input, output)`` US dollars per million tokens of ``model_spec`` today, or None
+    when genai-prices does not price it (``amos models`` shows these). Priced on a
+    1,000-token call, so a model whose long prompts cost more shows its base tier.
+    """
+    sample = 1000
+    input_cost = _calculation(model_spec, Usage(input_tokens=sample), None)
+    if input_cost is None:
+        return None
+    output_cost = _calculation(model_spec, Usage(output_tokens=sample), None)
+    per_million = 1_000_000 / sample
+    output = float(output_cost.total_price) * per_million if output_cost is not None else 0.0
+    return round(float(input_cost.total_price) * per_million, 6), round(output, 6)
+
+
+def priced_model_names(provider: str) -> list[str]:
+    """The model ids genai-prices' bundled snapshot lists for an amos provider name
+    (``[]`` for ``openai-compatible``, ``scripted`` and unknown names)."""
+    provider_id = PROVIDER_IDS.get(provider)
+    if provider_id is None:
+        return []
+    from genai_prices import data  # lazy, as above
+
+    return [model.id for entry in data.providers if entry.id == provider_id for model in entry.models]

@@ -254,3 +254,37 @@ def test_demo_copies_live_under_the_data_folder_and_old_ones_are_pruned(amos_hom
     copies = sorted(p.name for p in root.glob("amos-demo-*"))
     assert len(copies) == DEMO_COPIES_KEPT and "amos-demo-old00" not in copies
     assert f"amos-demo-old{DEMO_COPIES_KEPT + 4:02d}" in copies
+
+
+def test_a_custom_command_run_headless_shows_what_was_typed_and_the_prompt_sent(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    ws = _ws(tmp_path)
+    script = write_script(tmp_path, [{"text": "Hello!"}], on_exhausted="repeat_last")
+    code, doc = cli_json("run", "--script", str(script), "--workspace", str(ws), "--no-save", f"/greet bob {SECRET}")
+    assert code == 0, doc
+    assert doc["command"] == "/greet bob [REDACTED]"
+    assert doc["prompt"].startswith("Say hello to bob [REDACTED]") and SECRET not in json.dumps(doc)
+    stream = cli("run", "--script", str(script), "--workspace", str(ws), "--no-save", "--output-format",
+                 "stream-json", "/greet bob")
+    last = _lines(stream.stdout)[-1]
+    assert last["type"] == "result" and last["command"] == "/greet bob" and "bob" in last["prompt"]
+    text = cli("run", "--script", str(script), "--workspace", str(ws), "--no-save", "/greet bob")
+    assert text.stdout == "Hello!\n"
+    assert "amos: /greet bob → prompt: Say hello to bob" in text.stderr
+
+
+def test_resume_prints_each_answer_once(tmp_path):
+    ws = _ws(tmp_path)
+    script = write_script(tmp_path, [{"text": "The report is written."}])
+    first = cli("run", "--script", str(script), "--workspace", str(ws), "--verify", "human", "write the report")
+    assert first.exit_code == 5 and first.stdout == "The report is written.\n"
+    confirmed = cli("resume", "latest", "--confirm")
+    assert confirmed.exit_code == 0, confirmed.stderr
+    assert confirmed.stdout == ""  # the run that wrote the answer printed it; the receipt says confirmed
+    assert "VERIFIED_COMPLETE" in confirmed.stderr
+    approved_ws = _ws(tmp_path, "ws2")
+    waiting = cli("run", "--script", str(_write_script(tmp_path)), "--workspace", str(approved_ws), "write b")
+    assert waiting.exit_code in (4, 5) and waiting.stdout == "writing\n"
+    resumed = cli("resume", "latest", "--all")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert resumed.stdout == "done\n"  # the new answer, once; "writing" is not printed again

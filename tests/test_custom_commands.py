@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+from textual.widgets import Collapsible, Static
 
 from amos import paths
 from amos.errors import SlashCommandError
@@ -305,6 +306,9 @@ def test_amos_run_greet_runs_the_expanded_prompt(tmp_path: Path, ws: Path):
     assert code == 0, doc
     plain_code, plain = cli_json("run", "--script", str(script), "--workspace", str(ws), GREETING)
     assert plain_code == 0 and set(doc) == set(plain)  # the same --json shape as a typed prompt
+    # issue 21: what was typed and what the model received
+    assert doc["command"] == "/greet Ada Lovelace" and doc["prompt"] == GREETING
+    assert plain["command"] is None and plain["prompt"] == GREETING
     assert doc["output_text"] == "Hello, Ada!" and doc["stop"]["verdict"] == "ANSWERED"
     assert _session_prompt(doc["session_path"]) == GREETING == _session_prompt(plain["session_path"])
 
@@ -345,7 +349,11 @@ async def test_tui_enter_on_a_custom_command_starts_a_run_with_the_expanded_prom
         await wait_for(pilot, lambda: app.receipts and not app.busy)
         assert app.receipts[-1].verdict == "ANSWERED"
         shown = shown_text(app)
-        assert "› " + GREETING.replace("\n", "\n  ") in shown and "› /greet" not in shown
+        # issue 21: the line as typed, the prompt the model got folded under it
+        assert "› /greet Ada Lovelace" in shown and "› " + GREETING.replace("\n", "\n  ") not in shown
+        fold = app.conversation.query_one(".expansion", Collapsible)
+        assert fold.collapsed and "the prompt sent" in fold.title
+        assert GREETING.replace("\n", "\n  ") in str(fold.query_one(".expansion-text", Static).content)
         assert "Hello, Ada!" in shown
         assert app.prompt_input.value == "" and app.prompt_input.sent_lines[-1] == "/greet Ada Lovelace"
         assert runner.session.messages[0].parts[0].text == GREETING

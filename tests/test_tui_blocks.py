@@ -111,12 +111,14 @@ async def test_the_evidence_id_is_on_the_block_and_the_projection_in_its_body(ma
         await run_tools(pilot, app)
         big, small = app.conversation.tool_line("b1"), app.conversation.tool_line("s1")
         assert big.evidence_id and small.evidence_id and big.evidence_id != small.evidence_id
-        assert rows(big)[0].endswith(f"evidence {big.evidence_id}")
-        assert big.evidence_id in str(big.content)
+        shown = rows(big)[0].rsplit("  ev ", 1)[1]  # issue 21: the shortest unique prefix, not 36 characters
+        assert big.evidence_id.startswith(shown) and len(shown) < len(big.evidence_id)
+        assert big.evidence_id not in str(big.content)
         big.focus()
         await pilot.press("enter")
         await pilot.pause()
         shown = "\n".join(rows(big))
+        assert f"evidence {big.evidence_id}" in shown  # expanded: the whole id, to copy
         assert "result (the projection the model saw; the full result is evidence)" in shown
         assert "[projected result" in shown and "row 11 of the data" in shown
         assert "row 2999 of the data" not in shown, "the body is what the model saw, not the raw record"
@@ -333,7 +335,7 @@ async def test_a_saved_session_replays_evidence_ids(make_runner, tmp_path, works
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         line = app.conversation.tool_line("b1")
-        assert line.evidence_id and rows(line)[0].endswith(f"evidence {line.evidence_id}")
+        assert line.evidence_id and line.evidence_id.startswith(rows(line)[0].rsplit("  ev ", 1)[1])
 
 
 def test_the_prompt_block_caps_a_huge_prompt():

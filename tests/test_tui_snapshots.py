@@ -225,3 +225,37 @@ def test_snapshot_of_an_expanded_tool_block_with_evidence(snap_compare, snapshot
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=BLOCKS_SIZE, run_before=run_before)
+
+
+# ---------------------------------------------------------------------------- 80 × 24 (issue 21)
+
+SMALL_SIZE = (80, 24)
+
+
+def test_snapshot_of_the_side_panel_over_the_conversation_at_80_columns(snap_compare, snapshot_runner, tmp_path,
+                                                                         monkeypatch):
+    ids = iter(range(1, 100))
+    monkeypatch.setattr(codec, "next_record_id", lambda last, now: f"{next(ids):08d}-0000-7000-8000-000000000000")
+    config = tmp_path / "cfg.json"
+    config.write_text(json.dumps({"evidence": {"enabled": True, "scope": {"owner_id": "snap"}}}), encoding="utf-8")
+    app = snapshot_runner([
+        {"text": "Reading it.", "tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "calc.py"}}]},
+        {"text": "`calc.py` adds its arguments; nothing to fix."},
+    ], config_path=config)
+
+    async def run_before(pilot):
+        await _send_and_wait(pilot, "is add correct?", lambda a: a.receipts and not a.busy)
+        await pilot.press("f2")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SMALL_SIZE, run_before=run_before)
+
+
+def test_snapshot_of_help_context_at_80_columns(snap_compare, snapshot_runner):
+    app = snapshot_runner([{"text": "unused"}])
+
+    async def run_before(pilot):
+        await _send_and_wait(pilot, "/help context", lambda a: "/context evidence read" in "".join(
+            str(getattr(w, "text", "")) for w in a.conversation.children))
+
+    assert snap_compare(app, terminal_size=SMALL_SIZE, run_before=run_before)

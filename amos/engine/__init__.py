@@ -18,6 +18,9 @@ from typing import Any
 _EXPORTS = {
     "Host": "amos.engine.host",
     "Library": "amos.engine.library",
+    "ModelCatalog": "amos.engine.models",
+    "EvidenceIds": "amos.engine.evidence_ids",
+    "masked_text": "amos.engine.display",
     "open_host": "amos.engine.opening",
     "open_store": "amos.engine.opening",
     "load_host_config": "amos.engine.opening",

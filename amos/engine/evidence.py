@@ -17,6 +17,7 @@ from amos.engine.transcript import Transcript
 from amos.errors import SessionError
 from amos.evidence.capture import EvidenceCapture
 from amos.evidence.model import EvidenceError, EvidenceReference, coerce_reference
+from amos.evidence.prefix import resolve_record_id
 from amos.tools.base import ToolOutcome
 
 EVIDENCE_RECENT = 50
@@ -106,13 +107,16 @@ class EvidenceRecorder:
     def chunk(self, id_or_reference: str, offset: int = 0, limit: int = 4000) -> Any:
         """A verified chunk of a record's exact JSON (``EvidenceChunk``; offsets in code points).
 
+        ``id_or_reference`` may be a unique id prefix (issue 21).
+
         Raises:
             SessionError: ``no_evidence``.
-            EvidenceError: missing, corrupt (no content is returned), or a bad offset.
+            EvidenceError: missing, corrupt (no content is returned), a bad offset, or an
+                ambiguous or too short prefix (``ambiguous``).
         """
         store = self.store()
         text = id_or_reference.strip()
-        ref = coerce_reference(text) if text.startswith("{") else store.get_reference(text)
+        ref = coerce_reference(text) if text.startswith("{") else store.get_reference(resolve_record_id(store, text))
         pinned = self.known(ref.id)
         if pinned is not None and (pinned.sha256, pinned.size) != (ref.sha256, ref.size):
             raise EvidenceError("corrupt", f"evidence {ref.id} no longer matches the SHA-256 this session "

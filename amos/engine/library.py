@@ -309,15 +309,19 @@ class Library:
         return records is not None and records.is_dir() and any(records.iterdir())
 
     def evidence_reference(self, id_or_ref: str) -> Any:
-        """The reference a record id or a reference's JSON names.
+        """The reference a record id, a unique id prefix (issue 21) or a reference's JSON names.
 
         Raises:
-            EvidenceError: unknown id or an invalid reference.
+            EvidenceError: unknown id, an ambiguous or too short prefix (exit 2), or an
+                invalid reference.
         """
         from amos.evidence import coerce_reference
+        from amos.evidence.prefix import resolve_record_id
 
         text = id_or_ref.strip()
-        return coerce_reference(text) if text.startswith("{") else self.evidence().get_reference(text)
+        if text.startswith("{"):
+            return coerce_reference(text)
+        return self.evidence().get_reference(resolve_record_id(self.evidence(), text))
 
     def evidence_bytes(self, ref: Any) -> bytes:
         """A record's exact stored JSON, verified (size and SHA-256) first."""

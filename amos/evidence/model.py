@@ -37,7 +37,7 @@ Status = Literal["succeeded", "failed", "denied", "blocked", "cancelled", "timed
 Completion = Literal["complete", "unknown"]
 
 ErrorCode = Literal[
-    "missing", "corrupt", "too_large", "not_json", "capacity", "busy", "scope", "invalid", "io"
+    "missing", "corrupt", "too_large", "not_json", "capacity", "busy", "scope", "invalid", "io", "ambiguous"
 ]
 
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -65,13 +65,15 @@ class EvidenceError(AmosError):
             ``busy``: the store lock or a read slot was not available in time;
             ``scope``: the record or the store folder belongs to another scope;
             ``invalid``: a malformed id, cursor, offset, limit or argument;
-            ``io``: the operating system refused a read or write (disk full, permissions).
-        exit_code: 2 for ``invalid`` and ``scope`` (a usage problem), else 1.
+            ``io``: the operating system refused a read or write (disk full, permissions);
+            ``ambiguous``: an id prefix several records share, or one too short to look up
+            (issue 21, :mod:`amos.evidence.prefix`).
+        exit_code: 2 for ``invalid``, ``scope`` and ``ambiguous`` (a usage problem), else 1.
     """
 
     def __init__(self, code: ErrorCode, message: str):
         self.code = code
-        self.exit_code = 2 if code in ("invalid", "scope") else 1
+        self.exit_code = 2 if code in ("invalid", "scope", "ambiguous") else 1
         super().__init__(message)
 
 

@@ -298,6 +298,8 @@ def _context_evidence(runner: Any, rest: str, line: str) -> SlashResult:
     except SlashCommandError:
         raise
     except AmosError as exc:
+        if getattr(exc, "code", None) == "ambiguous":  # an id prefix: bad arguments (exit 2), candidates named
+            raise SlashCommandError(str(exc), usage=EVIDENCE_USAGE) from None
         return _failed(line, f"EVIDENCE_{str(getattr(exc, 'code', 'error')).upper()}", str(exc))
     more = (f"\n… more: /context evidence read {tokens[1]} {chunk.next_offset} (of {chunk.total_chars} characters)"
             if chunk.next_offset is not None else "")
@@ -498,25 +500,35 @@ def _quit(runner: Any, rest: str, line: str) -> SlashResult:
     return SlashResult(command=line, result={}, text="bye", action="quit")
 
 
+CONTEXT_DETAILS = "\n".join([
+    "/context loop",
+    "/context task",
+    "    the task view and its revision",
+    "/context task note TEXT…",
+    "    a constraint at the current revision (id generated)",
+    "/context task add REV CATEGORY ID TEXT…",
+    "    CATEGORY: objective, constraint, decision, question, artifact",
+    "/context task correct REV OLD_ID NEW_ID TEXT…",
+    "/context task resolve REV ID",
+    "/context task prune REV ID…",
+    "    resolved or superseded notes",
+    "/context task resolve-prune REV ID…",
+    "/context task prune-action REV EXECUTION_ID…",
+    "/context task confirm-prune REV EXECUTION_ID STATUS PROOF…",
+    "    STATUS: completed, failed, cancelled",
+    "/context evidence [list] [--after CURSOR]",
+    "/context evidence read ID [OFFSET [LIMIT]]",
+    "    ID: an evidence id or a unique prefix of it (4+ characters)",
+])
+"""``/help context``: one usage a line, its note indented under it (issue 21: two columns
+wrapped into each other at 80 columns)."""
+
+
 COMMANDS: dict[str, Command] = {c.name: c for c in [
     Command("help", "/help [command]", "list commands, or one command's usage", _help),
     Command("context", "/context [loop | task … | evidence …]",
             "overview: model, context estimate, usage; /context loop shows loop diagnostics", _context,
-            details=("/context loop\n"
-                     "/context task                                   the task view and its revision\n"
-                     "/context task note TEXT…                         a constraint at the current revision "
-                     "(id generated)\n"
-                     "/context task add REV CATEGORY ID TEXT…          CATEGORY: objective constraint decision "
-                     "question artifact\n"
-                     "/context task correct REV OLD_ID NEW_ID TEXT…\n"
-                     "/context task resolve REV ID\n"
-                     "/context task prune REV ID…                      resolved or superseded notes\n"
-                     "/context task resolve-prune REV ID…\n"
-                     "/context task prune-action REV EXECUTION_ID…\n"
-                     "/context task confirm-prune REV EXECUTION_ID STATUS PROOF…   STATUS: completed failed "
-                     "cancelled\n"
-                     "/context evidence [list] [--after CURSOR]\n"
-                     "/context evidence read ID [OFFSET [LIMIT]]")),
+            details=CONTEXT_DETAILS),
     Command("compact", "/compact [INSTRUCTIONS]", "summarise older turns to free context", _compact,
             details="/compact [INSTRUCTIONS]  replace the turns older than context.keep_recent_turns by one "
                     "summary the model writes (INSTRUCTIONS: what the summary must keep). Never removed: the "
@@ -526,7 +538,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
                     "/session restore N brings back)."),
     Command("session", "/session save [NAME] | load [ID_OR_NAME] | list | checkpoints | restore N",
             "save, load or list sessions", _session),
-    Command("model", "/model [PROVIDER:MODEL]", "show or switch the model for the next run", _model),
+    Command("model", "/model [PROVIDER:MODEL]",
+            "show or switch the model for the next run (in the TUI, no argument opens a picker)", _model),
     Command("policy", "/policy", "show the loop policy, doom-loop config and limits in force", _policy),
     Command("tools", "/tools", "tools, their effect and permission", _tools),
     Command("verify", "/verify [CMD | human | off]", "show or set the completion check the session remembers",

@@ -11,7 +11,6 @@ input stays usable; Ctrl+C (or Esc twice) cancels a run, which then ends with a
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -20,13 +19,12 @@ from typing import Any
 
 from rich.text import Text
 from textual import events, work
-from textual.actions import SkipAction
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Static
 
-from amos.engine import Opened, RunOptions, StopReceipt
+from amos.engine import Opened, RunOptions, StopReceipt, masked_text
 from amos.errors import AmosError, SlashCommandError
 from amos.events import (
     ApprovalRequested,
@@ -52,7 +50,9 @@ from amos.slash import (
 )
 from amos.tui.app_files import FilesLink
 from amos.tui.app_mcp import McpLink
+from amos.tui.app_models import ModelPicking
 from amos.tui.app_sessions import TERMINATE_GRACE_S, SessionControl  # noqa: F401 - re-exported
+from amos.tui.evidence_ids import ShortIds
 from amos.tui.screens.approval import ApprovalAnswer, ApprovalScreen
 from amos.tui.screens.confirm_done import HINT as HINT_CONFIRM
 from amos.tui.screens.confirm_done import ConfirmationAnswer, ConfirmDoneScreen
@@ -87,6 +87,8 @@ TICK_S = 0.2
 """How often the status bar's spinner and elapsed time advance while a run is active."""
 PANEL_REFRESH_S = 0.1
 """During a run, the side panel is redrawn at most this often (a batch of events, one draw)."""
+NARROW_COLUMNS = 100
+"""Terminals narrower than this (columns) get the side panel over the conversation, not beside it."""
 
 
 class AmosApp(App[int]):
@@ -122,7 +124,6 @@ class AmosApp(App[int]):
         Binding("ctrl+c", "interrupt", "Cancel run", show=False, priority=True),
         Binding("escape", "escape", "Cancel run (twice)", show=False),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
-        Binding("tab", "complete_custom", "Complete a custom command", show=False, priority=True),
         Binding("f1", "help", "Help", show=False),
         Binding("f2", "toggle_panel", "Side panel", show=False),
         Binding("pageup,shift+pageup", "page_conversation(-1)", "Scroll up", show=False, priority=True),
@@ -160,6 +161,10 @@ class AmosApp(App[int]):
         self._panel_timer: Any = None
         self.sessions = SessionControl(self)
         self.files = FilesLink(self)
+        self.models = ModelPicking(self)
+        """Opens the ``/model`` picker (``app_models``)."""
+        self.evidence_ids = ShortIds(self)
+        """Short evidence ids in tool lines and the panel; Tab completes them (``evidence_ids``)."""
         """Shows /undo, /rewind and /diff, and asks before overwriting files (``app_files``)."""
 
     # ------------------------------------------------------------------ sessions and quitting (SessionControl)
@@ -244,7 +249,9 @@ class AmosApp(App[int]):
         if self.options is not None and self.options.session:
             await conv.add_notice(resumed_notice(self.runner))
         self._refresh_status()
+        self._fit_panel(self.size.width)
         self._reload_customs()
+        self.prompt_input.evidence_completer = self.evidence_ids.complete
         self.mcp.start_in_background()
         self.prompt_input.focus()
         if self.runner.is_waiting:
@@ -350,6 +357,15 @@ class AmosApp(App[int]):
     def side_panel(self) -> SidePanel:
         """The side panel beside the conversation."""
         return self.query_one(SidePanel)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Below :data:`NARROW_COLUMNS` the side panel overlays the conversation instead of
+        squeezing it (issue 21: at 80 columns F2 left a 44-column conversation)."""
+        self._fit_panel(event.size.width)
+
+    def _fit_panel(self, width: int) -> None:
+        for body in self.query("#body"):
+            body.set_class(width < NARROW_COLUMNS, "-narrow")
 
     def action_toggle_panel(self) -> None:
         """F2: show or hide the side panel (hidden at start; nothing is remembered)."""
@@ -472,7 +488,7 @@ class AmosApp(App[int]):
                 self.run_worker(self.mcp.send(outcome), group="mcp-prompt", exit_on_error=False)
                 return
             assert outcome.prompt is not None
-            await self.send_prompt(outcome.prompt)
+            await self.send_prompt(outcome.prompt, typed=line if outcome.result is not None else None)
             return
         self._take_line(line)
         await self._show_command(outcome)
@@ -482,18 +498,22 @@ class AmosApp(App[int]):
         self.prompt_input.value = ""
         self.show_notice_line("")
 
-    async def send_prompt(self, prompt: str) -> None:
+    async def send_prompt(self, prompt: str, typed: str | None = None) -> None:
         """Start a run of ``prompt`` (shown in the conversation) in a worker.
 
         Args:
             prompt: the prompt text (already stripped of a ``//`` escape).
+            typed: the custom command line it came from: shown as typed, the prompt folded under it.
         """
         try:
             events = self.runner.run(prompt)
         except AmosError as exc:
             await self.conversation.add_notice(str(exc), "error")
             return
-        await self.conversation.add_prompt(prompt)
+        if typed is not None:
+            await self.conversation.add_prompt(typed, expansion=masked_text(self.runner, prompt))
+        else:
+            await self.conversation.add_prompt(prompt)
         self._start(events)
 
     async def _show_command(self, outcome: LineOutcome) -> None:
@@ -522,6 +542,9 @@ class AmosApp(App[int]):
             return
         elif self._wants_picker(line, result):
             self.pick_session(result.result["sessions"])
+            return
+        elif self.models.wants_picker(line, result):
+            self.run_worker(self.models.pick(), group="model-picker", exit_on_error=False)
             return
         elif result.action in ("load_session", "reload_session") and result.action_arg:
             await conv.add_command_output(result.text)
@@ -591,29 +614,6 @@ class AmosApp(App[int]):
         if not any(n in self._customs or n in self._mcp_prompts for n in names):
             return None
         return "Tab completes: " + " ".join(f"/{n}" for n in names)
-
-    def action_complete_custom(self) -> None:
-        """Tab in the input, where a custom command is among the completions: complete it.
-
-        Every other Tab (built-in names only, prompts, other widgets) is skipped to the
-        input's own completion or the usual focus change.
-        """
-        field = self.focused
-        if (not isinstance(field, PromptInput) or not field.value.startswith("/")
-                or field.value.startswith("//") or field.cursor_position != len(field.value)):
-            raise SkipAction()
-        value = field.value
-        word, space, _ = value[1:].partition(" ")
-        if space:  # subcommands and /help's argument are the input's own job
-            raise SkipAction()
-        names = sorted({n for n in [*COMMANDS, *self._customs, *self._mcp_prompts] if n.startswith(word)})
-        if not any((n in self._customs or n in self._mcp_prompts) and n not in COMMANDS for n in names):
-            raise SkipAction()
-        field.value = (f"/{names[0]} " if len(names) == 1
-                       else "/" + max(word, os.path.commonprefix(names), key=len))
-        field.cursor_position = len(field.value)
-        if len(names) > 1:  # posted, so it follows the Changed message the new value sends
-            field.post_message(PromptInput.Hint("matches: " + "  ".join(f"/{n}" for n in names)))
 
     # ------------------------------------------------------------------ runs
 

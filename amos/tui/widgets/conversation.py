@@ -209,16 +209,24 @@ class ConversationView(VerticalScroll, can_focus=False):
         await self.mount(widget)
         return widget
 
-    async def add_prompt(self, text: str) -> None:
+    async def add_prompt(self, text: str, expansion: str | None = None) -> None:
         """Show a prompt the user sent (or a slash command line they ran).
 
         Args:
             text: the line, shown literally (capped at :data:`PROMPT_MAX_LINES` lines
                 and :data:`PROMPT_MAX_CHARS` characters, with a note).
+            expansion: for a custom command, the prompt the model receives, shown folded
+                under the line as typed (issue 21).
         """
         await self.end_assistant()
         self.follow()
         await self._add(Static(prompt_text(printable(text)), classes="prompt"))
+        if expansion is not None:
+            lines = expansion.count("\n") + 1
+            fold = Collapsible(Static(prompt_text(printable(expansion)), classes="expansion-text"),
+                               title=f"the prompt sent ({lines} line{'s' if lines != 1 else ''}) · click to expand",
+                               collapsed=True, classes="expansion")
+            await self._add(fold)
 
     async def add_command_output(self, text: str, data: Any = None, ok: bool = True, command: str = "") -> None:
         """Show what a slash command returned.

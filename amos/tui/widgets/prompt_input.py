@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from rich.text import Text
@@ -48,6 +48,7 @@ MENU_USAGE_WIDTH = 40
 """Widest usage column of :class:`CommandMenu` (longer usages end with ``…``)."""
 
 _WORD = re.compile(r"[a-z][a-z_-]*")
+_EVIDENCE_READ = re.compile(r"^/context\s+evidence\s+read\s+([0-9A-Fa-f-]*)$")
 _PASTE_TOKEN = re.compile(r"\[pasted [^\]\n]{1,60} #\d+\]")
 
 
@@ -71,15 +72,30 @@ def subcommands(name: str) -> list[str]:
     return words if len(alternatives) >= 2 else []
 
 
+def distinct_prefixes(ids: list[str], least: int = 13) -> list[str]:
+    """Each id cut to the shortest prefix (at least ``least`` characters) no other id of
+    ``ids`` starts with — what a completion hint lists instead of whole 36-character ids."""
+    shown = []
+    for record_id in ids:
+        others = [other for other in ids if other != record_id]
+        length = least
+        while length < len(record_id) and any(other.startswith(record_id[:length]) for other in others):
+            length += 1
+        shown.append(record_id[:length])
+    return shown
+
+
 def _common_prefix(words: list[str]) -> str:
     return os.path.commonprefix(words) if words else ""
 
 
-def complete(value: str) -> tuple[str, list[str]]:
+def complete(value: str, customs: Iterable[str] = ()) -> tuple[str, list[str]]:
     """Tab completion of a slash-command line.
 
     Args:
         value: the input's text (completion happens at its end).
+        customs: names of custom commands and MCP prompts, completed like built-ins
+            (after ``/`` and after ``/help ``).
 
     Returns:
         ``(new_value, matches)``: ``new_value`` is ``value`` extended as far as the
@@ -88,15 +104,16 @@ def complete(value: str) -> tuple[str, list[str]]:
     """
     if not value.startswith("/") or value.startswith("//"):
         return value, []
+    known = sorted({*COMMANDS, *customs})
     name, space, rest = value[1:].partition(" ")
     if not space:
-        names = sorted(n for n in COMMANDS if n.startswith(name))
+        names = [n for n in known if n.startswith(name)]
         if len(names) == 1:
             return f"/{names[0]} ", [f"/{names[0]}"]
         return "/" + max(name, _common_prefix(names), key=len), [f"/{n}" for n in names]
     if " " in rest.strip() or rest != rest.lstrip():
         return value, []
-    choices = list(COMMANDS) if name == "help" else subcommands(name)
+    choices = known if name == "help" else subcommands(name)
     words = sorted(w for w in choices if w.startswith(rest))
     base = f"/{name} "
     if len(words) == 1:
@@ -282,6 +299,8 @@ class PromptInput(TextArea):
         self._pastes: dict[str, str] = {}
         self._sent: tuple[str, str] | None = None
         self._customs: dict[str, tuple[str, str]] = {}
+        self.evidence_completer: Callable[[str], list[str]] | None = None
+        """Whole evidence ids for a typed prefix (the app's ``ShortIds.complete``)."""
         self.menu = CommandMenu("", classes="command-menu")
         self.menu.display = False
 
@@ -471,13 +490,36 @@ class PromptInput(TextArea):
         if not value.startswith("/") or self.cursor_position != len(value):
             self._focus_onward()
             return
-        completed, matches = complete(value)
+        if _EVIDENCE_READ.match(value):
+            self._complete_evidence(value)
+            return
+        completed, matches = complete(value, self._customs)
         if completed != value:
             self.value = completed
         if len(matches) > 1:
             self.post_message(self.Hint("matches: " + "  ".join(m.rsplit(" ", 1)[-1] for m in matches)))
         elif not matches:
             self.post_message(self.Hint(command_hint(completed) or "nothing to complete"))
+
+    def _complete_evidence(self, value: str) -> None:
+        """Tab after ``/context evidence read PREFIX``: the whole id, or the candidates."""
+        match = _EVIDENCE_READ.match(value)
+        assert match is not None
+        typed = match.group(1)
+        ids = self.evidence_completer(typed) if self.evidence_completer is not None else []
+        if not ids:
+            self.post_message(self.Hint("no evidence id starts with that" if len(typed) >= 4 else
+                                        "type at least 4 characters of an evidence id, then Tab"
+                                        if typed else "no evidence in this session yet"))
+            return
+        if len(ids) == 1:
+            self.value = value[: match.start(1)] + ids[0] + " "
+            return
+        common = _common_prefix(ids)
+        if len(common) > len(typed) and common.startswith(typed.lower()):
+            self.value = value[: match.start(1)] + common
+        self.post_message(self.Hint(f"{len(ids)} matches: " + "  ".join(distinct_prefixes(ids)[:8])
+                                    + ("  …" if len(ids) > 8 else "")))
 
     def _focus_onward(self) -> None:
         chain = self.screen.focus_chain

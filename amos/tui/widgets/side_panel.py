@@ -22,6 +22,7 @@ markup (rule 5).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -350,10 +351,12 @@ def loop_content(loop: LoopData | None) -> Content:
     return Content.assemble(*parts)
 
 
-def evidence_content(rows: tuple[EvidenceRow, ...], total: int) -> Content:
+def evidence_content(rows: tuple[EvidenceRow, ...], total: int,
+                     short: Callable[[str], str] | None = None) -> Content:
     """The evidence section: the latest receipts, the ones NOT stored flagged.
 
     Args:
+        short: shortens an id for display (the app's short ids); None shows it whole.
         rows: the receipts shown, oldest first.
         total: receipts in the session's recent index.
     """
@@ -367,7 +370,7 @@ def evidence_content(rows: tuple[EvidenceRow, ...], total: int) -> Content:
         parts.append((row.tool, "bold"))
         parts.append(f" {row.status}")
         if row.stored and row.id:
-            parts += ["\n", (f"  {row.id}", "dim")]
+            parts += ["\n", (f"  {short(row.id) if short else row.id}", "dim")]
         else:
             parts += ["\n", ("  NOT stored", "bold $error"), (" · raw result kept", "dim")]
         parts.append("\n")
@@ -502,7 +505,9 @@ class SidePanel(VerticalScroll, can_focus=False):
         self.data = data
         self._section("task", task_content(data.task) if data.task is not None else None)
         self._section("loop", loop_content(data.loop))
-        self._section("evidence", evidence_content(data.evidence, data.evidence_total)
+        ids = getattr(self.app, "evidence_ids", None)
+        self._section("evidence", evidence_content(data.evidence, data.evidence_total,
+                                                   ids.short if ids is not None else None)
                       if data.evidence is not None else None)
         self.query_one("#panel-context-head", Static).update(context_heading(data.context, data.context_error))
         bar = self.query_one(ContextBar)

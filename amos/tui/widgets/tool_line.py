@@ -279,6 +279,8 @@ class ToolCallLine(Static, can_focus=True):
         """Expand the block to its arguments and result, or collapse it again."""
         self.expanded = not self.expanded
         self.set_class(self.expanded, "-expanded")
+        if self.evidence_id:
+            self.update(self._header())  # the header shows the whole evidence id only while expanded
         self.refresh(layout=True)
         self.post_message(self.Toggled(self))
 
@@ -339,9 +341,20 @@ class ToolCallLine(Static, can_focus=True):
             text.append("  " + format_duration(self.duration_s), style="dim")
         if self.error and self.status != "succeeded":
             text.append("  " + printable(_one_line(self.error, _MAX_ERROR)), style="italic")
-        if self.evidence_id:
-            text.append(f"  evidence {self.evidence_id}", style="dim")
+        if self.evidence_id:  # expanded, the whole id (to copy); folded, its short form
+            text.append(f"  evidence {self.evidence_id}" if self.expanded else f"  ev {self._short_evidence_id()}",
+                        style="dim")
         return text
+
+    def _short_evidence_id(self) -> str:
+        """The evidence id as the header shows it: its shortest unique prefix (issue 21:
+        36 characters crowded every line at 80 columns); the whole id outside an app."""
+        assert self.evidence_id is not None
+        try:
+            ids = getattr(self.app, "evidence_ids", None)
+        except Exception:  # noqa: BLE001 - rendered outside an app
+            ids = None
+        return ids.short(self.evidence_id) if ids is not None else self.evidence_id
 
     def _arguments(self) -> Text:
         call = self.call
