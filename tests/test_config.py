@@ -547,7 +547,7 @@ def test_example_file_shows_the_documented_values():
     doom = example.pop("doom_loop")
     assert doom["ladder"] == {"observe": 2, "steer": False, "escalate": False, "block": 3, "stop": 5}
     assert doom["text"] == {"enabled": True, "max_period_tokens": 160, "min_repeats": 4, "min_covered_tokens": 12,
-                            "max_window_tokens": 800}
+                            "max_window_tokens": 800, "stop_repeats": 4}
     assert doom["escalation"] == {"model": "anthropic:claude-opus-4-1", "max_escalations": 2}
     for key in ("loop_policy", "doom_loop"):
         assert defaults.pop(key) is None

@@ -24,7 +24,8 @@ RUNAWAY = "including the build time, the build process, and the build results"
 
 
 def _monitor() -> DoomLoopMonitor:
-    """The detector ``{"doom_loop": true}`` gives (amos's defaults: stop at 5, 800-token window)."""
+    """The detector ``{"doom_loop": true}`` gives (amos's defaults: stop at 5, text stop at 4 copies,
+    800-token window)."""
     return DoomLoopMonitor(resolve_doom_loop_option(
         {"ladder": AMOS_DOOM_LOOP_LADDER.to_dict(), "text": AMOS_TEXT_OPTIONS.to_dict()}))
 
@@ -33,7 +34,7 @@ def _words(text: str) -> list[str]:
     return [w + " " for w in text.split()]
 
 
-def test_a_repeating_stream_is_stopped_after_the_fifth_copy_not_at_its_end():
+def test_a_repeating_stream_is_stopped_after_the_fourth_copy_not_at_its_end():
     monitor = _monitor()
     watch = TextStreamWatch(monitor.preview_text_repetition, monitor.config.text.max_window_tokens)
     fed = 0
@@ -44,18 +45,61 @@ def test_a_repeating_stream_is_stopped_after_the_fifth_copy_not_at_its_end():
         if verdict is not None:
             break
     assert verdict is not None and verdict.action == "stop" and verdict.detector == "text-repetition"
-    assert verdict.streak == 5
-    assert 5 * 22 <= fed < 5 * 22 + SCAN_EVERY_CHARS  # within one scan of the fifth copy
+    assert verdict.streak == 4  # text.stop_repeats 4, below ladder.stop 5
+    assert 4 * 22 <= fed < 4 * 22 + SCAN_EVERY_CHARS  # within one scan of the fourth copy
     assert monitor.get_state().get("text") is None  # previewing changed no state
 
 
-def test_weaker_rungs_and_prose_never_stop_a_stream():
+REPO = Path(__file__).parents[1]
+LONG_REAL_TEXTS = ("README.md", "docs/architecture.md", "config.example.json", "amos/policy/doom_loop.py",
+                   "amos/tui/widgets/conversation.py", "amos/providers/openai.py", "tests/test_doom_loop.py",
+                   "tests/data/providers/llamacpp/README.md")
+"""Long real answers a model may stream: prose with tables and code spans, JSON, code."""
+
+
+def test_weaker_rungs_never_stop_a_stream():
     monitor = _monitor()
     watch = TextStreamWatch(monitor.preview_text_repetition, monitor.config.text.max_window_tokens)
-    assert all(watch.feed(w) is None for w in _words(" ".join([SENTENCE] * 4)))  # block at 3, stop at 5
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    watch = TextStreamWatch(monitor.preview_text_repetition, monitor.config.text.max_window_tokens)
-    assert all(watch.feed(readme[i:i + 7]) is None for i in range(0, len(readme), 7))
+    assert all(watch.feed(w) is None for w in _words(" ".join([SENTENCE] * 3)))  # 3 copies: observe at 2 only
+
+
+def test_long_real_answers_are_never_stopped_whatever_the_delta_size():
+    """No false stop on long non-repetitive text (markdown with tables and fences, JSON,
+    Python), scanned as a stream at three delta sizes so the scans fall at different
+    token boundaries: one word, 7 characters, 3 characters."""
+    for name in LONG_REAL_TEXTS:
+        text = (REPO / name).read_text(encoding="utf-8")
+        assert len(text) > 3_000, name
+        for deltas in (_words(text), [text[i:i + 7] for i in range(0, len(text), 7)],
+                       [text[i:i + 3] for i in range(0, len(text), 3)]):
+            monitor = _monitor()
+            watch = TextStreamWatch(monitor.preview_text_repetition, monitor.config.text.max_window_tokens)
+            stopped = next((d for d in deltas if watch.feed(d) is not None), None)
+            assert stopped is None, (name, len(deltas))
+            assert watch.scans > len(text) // 200, name  # it did scan throughout
+
+
+def test_the_text_stop_only_ever_comes_earlier_than_the_ladders():
+    """``text.stop_repeats`` lowers *stop* for copies within one response; ``ladder.stop``
+    false still means never stop, a lower ``ladder.stop`` wins, null follows the ladder,
+    and identical turns (``text-streak``) keep ``ladder.stop``."""
+    four = " ".join([SENTENCE] * 4)
+
+    def verdict(doom: dict, text: str = four):
+        return DoomLoopMonitor(resolve_doom_loop_option(doom)).preview_text_repetition(text)
+
+    amos = {"ladder": AMOS_DOOM_LOOP_LADDER.to_dict(), "text": AMOS_TEXT_OPTIONS.to_dict()}
+    assert verdict(amos).action == "stop"
+    assert verdict({**amos, "ladder": {**amos["ladder"], "stop": False}}).action == "observe"
+    assert verdict({**amos, "text": {**amos["text"], "stop_repeats": None}}).action == "observe"  # ladder's 5
+    later = {**amos, "text": {**amos["text"], "stop_repeats": 6}}
+    assert (verdict(later).action, verdict(later, " ".join([SENTENCE] * 5)).action) == ("observe", "stop")
+    reference = {"text": {**AMOS_TEXT_OPTIONS.to_dict(), "stop_repeats": None}}  # the reference ladder: stop 6
+    assert verdict(reference).action == "observe"
+    assert verdict({"text": {**AMOS_TEXT_OPTIONS.to_dict(), "stop_repeats": 4}}).action == "stop"
+    monitor = _monitor()
+    streak = [monitor.record_assistant_text("Done. The tests pass now.") for _ in range(5)]
+    assert [v.action if v else None for v in streak] == [None, "observe", "observe", "observe", "stop"]
 
 
 def test_a_half_streamed_word_never_hides_a_repetition():
@@ -109,16 +153,16 @@ def test_the_real_cli_stops_a_looping_answer_mid_stream_and_keeps_it_partial(tmp
     assert (code, doc["stop"]["verdict"]) == (0, "ANSWERED"), doc["stop"]
 
 
-def test_the_recorded_runaway_stream_is_stopped_mid_stream(tmp_path):
+def test_the_recorded_runaway_stream_is_stopped_mid_stream_by_the_defaults(tmp_path):
     """``runaway_1``: 256 tokens from llama-cpp-python, ending ``length``. Its loop is a
     39-token paragraph copied 4 times by token 214, and the copy cut by the output limit
-    ("… the build results" without its full stop) hides it from the end-of-turn score
-    (README: ``text_streak 1``, no stop). With ``ladder.stop`` 4 the watch stops it while
-    it streams; the end-of-turn rung alone could not."""
+    ("… the build results" without its full stop) hides it from an end-of-turn score at
+    ``ladder.stop`` 5 (README: ``text_streak 1``, no stop). ``{"doom_loop": true}`` alone
+    (``text.stop_repeats`` 4) stops it while it streams."""
     ws = tmp_path / "ws"
     ws.mkdir()
     cfg = tmp_path / "amos.json"
-    cfg.write_text(json.dumps({"doom_loop": {"ladder": {"stop": 4}},
+    cfg.write_text(json.dumps({"doom_loop": True,
                                "providers": {"openai-compatible": {"max_retries": 0, "max_tokens": 256}}}))
     with LlamaCppPythonReplay() as server:
         server.serve("runaway_1")
@@ -131,9 +175,56 @@ def test_the_recorded_runaway_stream_is_stopped_mid_stream(tmp_path):
     whole = _streamed_text(recorded)
     assert whole.count(RUNAWAY) == 10 and '"finish_reason": "length"' in recorded
     assert whole.startswith(out["output_text"]) and out["output_text"].count(RUNAWAY) == 8  # cut at 4 copies
+    assert len(out["output_text"]) < len(whole)  # stopped before the output limit ended it
     assert "stopped mid-stream" in result.stderr
     assert out["usage"]["model_calls"] == 1 and out["usage"]["estimated"] is True
     assert server.requests[0].json["max_tokens"] == 256
+
+
+def test_the_recorded_runaway_ran_to_its_limit_with_the_text_stop_at_the_ladders(tmp_path):
+    """The same stream with ``text.stop_repeats`` null (the ladder's ``stop`` 5, as before
+    issue 23's decision) runs to the server's output limit: why the default is 4."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    cfg = tmp_path / "amos.json"
+    cfg.write_text(json.dumps({"doom_loop": {"text": {"stop_repeats": None}},
+                               "providers": {"openai-compatible": {"max_retries": 0, "max_tokens": 256}}}))
+    with LlamaCppPythonReplay() as server:
+        server.serve("runaway_1")
+        code, out = cli_json("run", "--config", str(cfg), "--model", "openai-compatible:smollm2", "--base-url",
+                             f"{server.url}/v1", "--workspace", str(ws), "Tell me about the build log.")
+    assert (code, out["stop"]["verdict"], out["stop"]["cause"]) == (6, "BOUNDED_STOP", "output_limit")
+
+
+LONG_LOOP = "including the build command, the build process, and the build results"
+
+
+def test_a_long_recorded_runaway_is_stopped_at_its_fourth_copy_not_its_1024th_token(tmp_path):
+    """``runaway_long_1``: the same prompt and server with ``max_tokens`` 1024; the model
+    writes one 39-token paragraph over and over for all 1,024 tokens (20 paragraphs, 40 copies of the
+    clause). Off, it runs to the limit; ``{"doom_loop": true}`` stops it at the fourth
+    copy (chunk 221); with the text stop at the ladder's 5 it would have gone on to chunk 268."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    outs = {}
+    for name, doom in (("off", None), ("default", True), ("ladder", {"text": {"stop_repeats": None}})):
+        cfg = tmp_path / f"{name}.json"
+        cfg.write_text(json.dumps({"doom_loop": doom,
+                                   "providers": {"openai-compatible": {"max_retries": 0, "max_tokens": 1024}}}))
+        with LlamaCppPythonReplay() as server:
+            server.serve("runaway_long_1")
+            whole = _streamed_text(server.recording("runaway_long_1").body.decode())
+            outs[name] = cli_json("run", "--config", str(cfg), "--model", "openai-compatible:smollm2", "--base-url",
+                                  f"{server.url}/v1", "--workspace", str(ws), "Tell me about the build log.")
+    assert whole.count(LONG_LOOP) == 40
+    code, off = outs["off"]
+    assert (code, off["stop"]["cause"], off["output_text"]) == (6, "output_limit", whole)
+    for name, streak in (("default", 4), ("ladder", 5)):
+        code, out = outs[name]
+        assert (code, out["stop"]["cause"], out["stop"]["stop_condition"]["doom_loop"]["streak"]) == (
+            6, "doom_loop", streak), name
+        assert whole.startswith(out["output_text"]) and out["output_text"].count(LONG_LOOP) == 2 * streak, name
+    assert len(outs["default"][1]["output_text"]) < len(whole) // 4
 
 
 def _streamed_text(sse: str) -> str:

@@ -47,6 +47,7 @@ from amos.policy.doom_loop_config import (
     _is_number,
     resolve_doom_loop_option,
     resolve_ladder_action,
+    text_rungs,
 )
 from amos.policy.doom_loop_keys import LoopKeyResolution, resolve_loop_key_material
 from amos.policy.doom_loop_streaks import (
@@ -92,6 +93,7 @@ __all__ = [
     "resolve_doom_loop_option",
     "resolve_ladder_action",
     "resolve_loop_key_material",
+    "text_rungs",
 ]
 
 DoomLoopDetector = Literal[
@@ -236,6 +238,7 @@ class DoomLoopMonitor:
             config = resolved
         self.config: ResolvedDoomLoop = config
         self._rungs = _enabled_rungs(config.ladder)
+        self._text_rungs = text_rungs(self._rungs, getattr(config.text, "stop_repeats", None))
         self._tools: dict[str, _ToolEntry] = {}
         self._text: dict[str, Any] | None = None
         self._escalations_used = 0
@@ -529,7 +532,7 @@ class DoomLoopMonitor:
         repetition = detect_text_repetition(normalized, self.config.text) if normalized else None
         if repetition is None:
             return None
-        action = _first_reached(self._rungs, repetition.repeats, False, allow_escalate)
+        action = _first_reached(self._text_rungs, repetition.repeats, False, allow_escalate)
         if action is None:
             return None
         sample = repetition.sample

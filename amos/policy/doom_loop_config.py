@@ -30,6 +30,7 @@ __all__ = [
     "Threshold",
     "resolve_doom_loop_option",
     "resolve_ladder_action",
+    "text_rungs",
 ]
 
 DoomLoopAction = Literal["observe", "steer", "escalate", "block", "stop"]
@@ -79,14 +80,23 @@ reached only *observe* at 6. For tool calls this means two refused repeats after
 resolution, for programmatic callers) keeps :data:`DEFAULT_DOOM_LOOP_LADDER`."""
 
 AMOS_TEXT_OPTIONS = DoomLoopTextOptions(max_period_tokens=160, min_repeats=4, min_covered_tokens=12,
-                                        max_window_tokens=800)
+                                        max_window_tokens=800, stop_repeats=4)
 """amos's config default text options (``doom_loop.text``): blocks up to 160 tokens in
 the last 800 (the reference: 16 in 400), so a repeated sentence, a cycle of a few
-sentences and a repeated paragraph are found, with room for the five copies the *stop*
+sentences and a repeated paragraph are found, with room for the copies the *stop*
 rung needs. ``min_repeats`` 4 and ``min_covered_tokens`` 12 are the reference's.
 Measured by ``benchmarks/doom_text_rung.py`` (issue 17 item 15): no false alarm at any
 line end of the project's docs, the shared texts or amos's source, for either set; the
-detector itself (:mod:`amos.policy.doom_loop_text`) is unchanged."""
+detector itself (:mod:`amos.policy.doom_loop_text`) is unchanged.
+
+``stop_repeats`` 4 (issue 23; README "Doom-loop detection"): four back-to-back copies
+of one block in one response stop the run, one copy before the ladder's ``stop`` 5. A
+runaway stream recorded from a real llama-cpp-python server (a 39-token paragraph written
+four times, the fifth cut by its 256-token cap) never reached 5; and in 29 M characters
+of real prose and code scanned the way a stream is (``benchmarks/doom_text_rung.py
+--stream``) no text reached 4 copies without also reaching 5. Tool streaks and the
+cross-turn ``text-streak`` keep ``ladder.stop``: they count turns, not copies within one answer."""
+
 
 
 @dataclass(frozen=True)
@@ -225,6 +235,7 @@ def _resolve_text(raw: Any) -> DoomLoopTextOptions:
         min_repeats=pick("min_repeats"),
         min_covered_tokens=pick("min_covered_tokens"),
         max_window_tokens=pick("max_window_tokens"),
+        stop_repeats=pick("stop_repeats"),
     )
 
 
@@ -242,7 +253,7 @@ def resolve_doom_loop_option(option: Any) -> ResolvedDoomLoop | None:
       block 3, stop 6);
     - text: ``False`` disables it; in a mapping, missing or None fields take the defaults
       (enabled, max_period_tokens 16, min_repeats 4, min_covered_tokens 12,
-      max_window_tokens 400) and values are not range-checked;
+      max_window_tokens 400, stop_repeats None) and values are not range-checked;
     - escalation: None unless a string ``model`` or a non-``False`` ``advisor`` is set
       (``advisor: False`` is dropped); ``max_escalations`` is floored when finite and ≥ 1,
       else 2.
@@ -337,3 +348,28 @@ def _first_reached(
                 continue
             return rung
     return None
+
+
+def text_rungs(
+    rungs: tuple[tuple[str, Any], ...], stop_repeats: Any
+) -> tuple[tuple[str, Any], ...]:
+    """The rungs a ``text-repetition`` verdict climbs: ``rungs`` with *stop* lowered to
+    ``stop_repeats`` copies (issue 23).
+
+    Only ever earlier: the *stop* threshold becomes ``min(ladder.stop, stop_repeats)``;
+    a ladder with *stop* off never stops on text either. A ``stop_repeats`` that is not
+    a finite number ≥ 1 (None, the reference's behaviour) leaves ``rungs`` as they are;
+    a fraction is floored.
+
+    Args:
+        rungs: ``(action, threshold)`` of the enabled rungs, strongest first (as
+            :func:`_enabled_rungs` gives them).
+        stop_repeats: the text options' ``stop_repeats``.
+
+    Returns:
+        The rungs, strongest first.
+    """
+    if not _is_number(stop_repeats) or stop_repeats < 1:
+        return rungs
+    limit = math.floor(stop_repeats)
+    return tuple((rung, min(threshold, limit) if rung == "stop" else threshold) for rung, threshold in rungs)

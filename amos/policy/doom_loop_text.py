@@ -49,6 +49,11 @@ class DoomLoopTextOptions:
         min_repeats: Consecutive copies of the block needed.
         min_covered_tokens: Tokens the copies must cover (repeats × period).
         max_window_tokens: Only the trailing tokens of a response are scanned.
+        stop_repeats: Copies of one block in one response at which a ``text-repetition``
+            verdict reaches *stop*, when that is earlier than ``ladder.stop`` (amos's
+            option, issue 23; None, the reference's behaviour: the ladder's ``stop``).
+            Not used by :func:`detect_text_repetition`; see
+            :func:`amos.policy.doom_loop_config.text_rungs`.
 
     Values are not range-checked when resolved (spec §1); :func:`detect_text_repetition`
     tolerates any value (see there).
@@ -59,6 +64,7 @@ class DoomLoopTextOptions:
     min_repeats: Any = 4
     min_covered_tokens: Any = 12
     max_window_tokens: Any = 400
+    stop_repeats: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """The options as a plain dict with the config file's keys."""
@@ -68,11 +74,12 @@ class DoomLoopTextOptions:
             "min_repeats": self.min_repeats,
             "min_covered_tokens": self.min_covered_tokens,
             "max_window_tokens": self.max_window_tokens,
+            "stop_repeats": self.stop_repeats,
         }
 
 
 DEFAULT_TEXT_OPTIONS = DoomLoopTextOptions()
-"""Text defaults: enabled, period 16, 4 repeats, 12 covered tokens, 400-token window."""
+"""Text defaults: enabled, period 16, 4 repeats, 12 covered tokens, 400-token window, stop at the ladder's."""
 
 
 @dataclass(frozen=True)

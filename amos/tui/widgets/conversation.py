@@ -48,6 +48,12 @@ PROMPT_MAX_CHARS = 4_000
 """Most characters of a sent prompt the view shows (the run gets all of it)."""
 PROMPT_MAX_LINES = 20
 """Most lines of a sent prompt the view shows."""
+PARTIAL_WHY = {
+    "error": "the provider failed mid-stream",
+    "cancelled": "the run was interrupted",
+    "doom_loop": "amos stopped it because it kept repeating itself",
+}
+"""Why a saved assistant turn is partial (``Message.partial``, issue 23), as its mark says it."""
 
 Summarize = Callable[[ToolCallPart], str]
 
@@ -72,6 +78,21 @@ def prompt_text(text: str) -> Text:
         shown.append(f"\n… {len(text) - len(head):,} more characters ({lines:,} lines in all) sent, not shown",
                      style="dim italic not bold")
     return shown
+
+
+def partial_mark(why: str) -> NoticeLine:
+    """The line under a partial assistant turn of a saved transcript (issue 23).
+
+    Args:
+        why: the message's ``partial``: ``error``, ``cancelled`` or ``doom_loop``
+            (another value is shown as it is).
+
+    Returns:
+        A warning notice: ``partial — WHY: this reply was cut off (REASON); it is incomplete``.
+    """
+    reason = PARTIAL_WHY.get(why, why)
+    return NoticeLine(f"partial — {printable(why)}: this reply was cut off ({printable(reason)}); it is incomplete",
+                      "warning")
 
 
 class EarlierMessages(Static, can_focus=True):
@@ -364,6 +385,8 @@ class ConversationView(VerticalScroll, can_focus=False):
             elif message.role == "assistant":
                 if message.text:
                     widgets.append(AssistantText(message.text))
+                if message.partial is not None:
+                    widgets.append(partial_mark(message.partial))
                 for call in message.tool_calls:
                     summary = summarize(call) if summarize else ""
                     result = results.get(call.call_id)
