@@ -132,12 +132,17 @@ class TimingProxy:
                 self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
                 data = bytearray()
-                while piece := response.read1(65536):
-                    data += piece
-                    self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                try:
+                    while piece := response.read1(65536):
+                        data += piece
+                        self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):  # amos closed the stream (the doom-loop stop)
+                    self.close_connection = True
+                finally:
+                    up.close()  # the server stops generating for a client that left
                 proxy.exchanges.append({"start": started, "end": time.monotonic(), "tokens": completion_tokens(data)})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -156,7 +161,10 @@ def completion_tokens(data: bytes) -> int:
     count = 0
     for line in text.splitlines():
         if line.startswith("data: {"):
-            chunk = json.loads(line[6:])
+            try:
+                chunk = json.loads(line[6:])
+            except ValueError:  # the last line of a stream cut mid-way
+                break
             if chunk.get("usage"):
                 return int(chunk["usage"].get("completion_tokens") or 0)
             choices = chunk.get("choices") or [{}]
@@ -183,7 +191,8 @@ def run_amos(name: str, proxy: TimingProxy, model: str, workspace: Path, home: P
     argv = [sys.executable, "-m", "amos.cli", "run", "--config", str(config), "--model", f"openai-compatible:{model}",
             "--base-url", f"http://127.0.0.1:{proxy.port}/v1", "--workspace", str(workspace), *extra, "--json", prompt]
     started = time.monotonic()
-    proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "AMOS_HOME": str(home)})
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # cached bytecode, as installed
+    proc = subprocess.run(argv, capture_output=True, text=True, env={**env, "AMOS_HOME": str(home)})
     wall = time.monotonic() - started
     try:
         out = json.loads(proc.stdout)
