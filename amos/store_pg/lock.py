@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import os
 import socket
+import time
 from typing import Any
 
 from amos.errors import SessionError
@@ -64,6 +65,11 @@ class PgRunLock:
             got = conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(session_id),)).fetchone()[0]
             if not got:
                 who = holder(conn, session_id)
+                for _ in range(10):  # the winner writes its holder row just after taking the lock
+                    if who:
+                        break
+                    time.sleep(0.1)
+                    who = holder(conn, session_id)
                 raise SessionError("busy", f"session {session_id} is in use by another amos process{who}; "
                                            "try again when it ends")
             conn.execute("SET synchronous_commit TO off")  # journal appends; sync() commits synchronously
