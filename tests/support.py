@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +67,16 @@ def amos_process(*args: str, cwd: Path | None = None, **kwargs: Any) -> subproce
     return subprocess.Popen(
         [sys.executable, "-m", "amos.cli", *args], cwd=cwd, env=dict(os.environ),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def user_git(cwd: Path, *args: str) -> str:
+    """Run the ``git`` program as the user would (no inherited ``GIT_*``); its stdout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="u", GIT_AUTHOR_EMAIL="u@x", GIT_COMMITTER_NAME="u", GIT_COMMITTER_EMAIL="u@x")
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def workspace_files(ws: Path) -> dict[str, tuple[bytes, int]]:
+    """The workspace's files but any .git: name -> (bytes, permission bits)."""
+    return {p.relative_to(ws).as_posix(): (p.read_bytes(), stat.S_IMODE(p.lstat().st_mode))
+            for p in sorted(ws.rglob("*")) if p.is_file() and ".git" not in p.relative_to(ws).parts}

@@ -16,13 +16,10 @@ from amos.errors import SnapshotError
 from amos.paths import snapshots_dir
 from amos.snapshots import FileChange, ShadowRepo, open_session_repo, snapshot_refusal
 
+from .support import user_git as _git
+
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git program")
 
-
-def _git(cwd: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_AUTHOR_NAME="u", GIT_AUTHOR_EMAIL="u@x", GIT_COMMITTER_NAME="u", GIT_COMMITTER_EMAIL="u@x")
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
 
 def _tree_digest(folder: Path) -> dict[str, tuple[int, str]]:

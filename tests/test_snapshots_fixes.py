@@ -10,28 +10,16 @@ import json
 import os
 import shutil
 import signal
-import stat
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from .support import amos_process, cli, cli_json, write_script
+from .support import amos_process, cli, cli_json, user_git, workspace_files, write_script
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git program")
 
 
-def _git(cwd: Path, *args: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_AUTHOR_NAME="u", GIT_AUTHOR_EMAIL="u@x", GIT_COMMITTER_NAME="u", GIT_COMMITTER_EMAIL="u@x")
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
-
-
-def _files(ws: Path) -> dict[str, tuple[bytes, int]]:
-    """The workspace's files but any .git: name -> (bytes, permission bits)."""
-    return {p.relative_to(ws).as_posix(): (p.read_bytes(), stat.S_IMODE(p.lstat().st_mode))
-            for p in sorted(ws.rglob("*")) if p.is_file() and ".git" not in p.relative_to(ws).parts}
 
 
 @pytest.fixture
@@ -65,7 +53,7 @@ def _run(tmp_path: Path, ws: Path, turns: list[dict], prompt: str = "go", *, ses
 
 
 def test_a_step_cut_by_kill_9_is_in_the_history_and_undo_puts_its_files_back(tmp_path, ws, amos_home):
-    before = _files(ws)
+    before = workspace_files(ws)
     script = write_script(tmp_path, [
         {"tool_calls": [_call("run_command", command="printf agent > keep.txt && rm gone.txt && "
                                                       "printf new > made.txt && sleep 60")]},
@@ -84,7 +72,7 @@ def test_a_step_cut_by_kill_9_is_in_the_history_and_undo_puts_its_files_back(tmp
 
     result = cli("run", "--session", sid, "/undo")
     assert result.exit_code == 0, result.output
-    assert _files(ws) == before  # keep.txt, gone.txt back; made.txt removed
+    assert workspace_files(ws) == before  # keep.txt, gone.txt back; made.txt removed
     assert "cut short" in result.stdout  # says what it could know about that step
     again = cli("run", "--session", sid, "/undo")
     assert again.exit_code == 1 and "nothing to undo" in again.stderr
@@ -109,7 +97,7 @@ def _two_checkpoints(tmp_path: Path, ws: Path) -> str:
 
 def test_rewind_files_after_undo_force_restores_the_checkpoints_bytes_not_the_overwritten_edit(tmp_path, ws):
     sid = _two_checkpoints(tmp_path, ws)
-    agent = _files(ws)
+    agent = workspace_files(ws)
     (ws / "keep.txt").write_text("the user's edit\n")
     forced = cli("run", "--session", sid, "/undo --force")
     assert forced.exit_code == 0, forced.output
@@ -117,7 +105,7 @@ def test_rewind_files_after_undo_force_restores_the_checkpoints_bytes_not_the_ov
 
     result = cli("run", "--session", sid, "/rewind 2 --files")
     assert result.exit_code == 0, result.output
-    assert _files(ws) == agent  # checkpoint 2's files: the agent's, not the edit /undo --force overwrote
+    assert workspace_files(ws) == agent  # checkpoint 2's files: the agent's, not the edit /undo --force overwrote
     assert "checkpoint 3: /rewind 3 --files puts them back" in result.stdout
 
     (ws / "keep.txt").write_text("the user again\n")
@@ -129,7 +117,7 @@ def test_the_before_restore_checkpoint_undoes_a_restore_exactly(tmp_path, ws):
     sid = _two_checkpoints(tmp_path, ws)
     (ws / "made.txt").write_text("the user changed the agent's file\n")
     (ws / "mine.txt").write_text("the user's own\n")
-    state = _files(ws)
+    state = workspace_files(ws)
     code, doc = cli_json("sessions", "restore", sid, "--checkpoint", "1", "--force")
     assert code == 0, doc
     undo = doc["undo_checkpoint"]
@@ -137,14 +125,14 @@ def test_the_before_restore_checkpoint_undoes_a_restore_exactly(tmp_path, ws):
 
     code, back = cli_json("sessions", "restore", sid, "--checkpoint", str(undo))
     assert code == 0, back
-    assert _files(ws) == state  # the user's change to made.txt too, byte for byte
+    assert workspace_files(ws) == state  # the user's change to made.txt too, byte for byte
     shown = json.loads(cli("sessions", "show", sid, "--json").stdout)
     assert shown["messages"][-1]["parts"][0]["text"] == "done"
 
 
 def test_sessions_restore_files_takes_a_checkpoint_that_undoes_it(tmp_path, ws):
     sid = _two_checkpoints(tmp_path, ws)
-    agent = _files(ws)
+    agent = workspace_files(ws)
     result = cli("sessions", "restore", sid, "--checkpoint", "1", "--files")
     assert result.exit_code == 0, result.output
     code, cps = cli_json("sessions", "checkpoints", sid)
@@ -154,7 +142,7 @@ def test_sessions_restore_files_takes_a_checkpoint_that_undoes_it(tmp_path, ws):
 
     again = cli("sessions", "restore", sid, "--checkpoint", str(newest["number"]), "--files")
     assert again.exit_code == 0, again.output
-    assert _files(ws) == agent
+    assert workspace_files(ws) == agent
 
 
 # ---------------------------------------------------------------------------- 2: nested git repositories
@@ -165,17 +153,17 @@ def _tree_digest(folder: Path) -> dict[str, bytes]:
             for p in sorted(folder.rglob("*"))}
 
 
-def test_files_inside_a_nested_repository_are_snapshotted_and_undone_without_touching_its_git(tmp_path, ws):
+def test_files_inside_a_nested_repository_are_snapshotted_and_undone_without_touching_itsuser_git(tmp_path, ws):
     vendored = ws / "vendor" / "lib"
     vendored.mkdir(parents=True)
     (vendored / "lib.py").write_text("print('vendored')\n")
     (vendored / ".gitignore").write_text("*.log\n")
     (vendored / "build.log").write_text("its own ignored log\n")
-    _git(vendored, "init", "-q")
-    _git(vendored, "add", "lib.py", ".gitignore")
-    _git(vendored, "commit", "-qm", "vendored")
+    user_git(vendored, "init", "-q")
+    user_git(vendored, "add", "lib.py", ".gitignore")
+    user_git(vendored, "commit", "-qm", "vendored")
     nested_git = _tree_digest(vendored / ".git")
-    before = _files(ws)
+    before = workspace_files(ws)
 
     doc = _run(tmp_path, ws, [
         {"tool_calls": [_call("run_command", command="printf changed > vendor/lib/lib.py"),
@@ -186,7 +174,7 @@ def test_files_inside_a_nested_repository_are_snapshotted_and_undone_without_tou
 
     result = cli("run", "--session", doc["session_id"], "/undo")
     assert result.exit_code == 0, result.output
-    assert _files(ws) == before
+    assert workspace_files(ws) == before
     assert _tree_digest(vendored / ".git") == nested_git  # its .git never touched
 
 

@@ -16,24 +16,18 @@ import os
 import shutil
 import signal
 import stat
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from .support import amos_process, cli, cli_json, write_script
+from .support import amos_process, cli, cli_json, user_git, workspace_files, write_script
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git program")
 
 ORIGINAL = {"edit.py": (b"print('v1')\r\n", 0o640), "gone.bin": (b"\x00\xffbinary\r\n", 0o600),
             "cfg.secret": (b"token=original\n", 0o600)}
 
-
-def _git(cwd: Path, *args: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_AUTHOR_NAME="u", GIT_AUTHOR_EMAIL="u@x", GIT_COMMITTER_NAME="u", GIT_COMMITTER_EMAIL="u@x")
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
 
 def _digest(folder: Path) -> dict[str, tuple[int, str]]:
@@ -46,11 +40,6 @@ def _digest(folder: Path) -> dict[str, tuple[int, str]]:
     return out
 
 
-def _files(ws: Path) -> dict[str, tuple[bytes, int]]:
-    """The workspace's files but .git: name -> (bytes, permission bits)."""
-    return {p.relative_to(ws).as_posix(): (p.read_bytes(), stat.S_IMODE(p.lstat().st_mode))
-            for p in sorted(ws.rglob("*")) if p.is_file() and ".git" not in p.relative_to(ws).parts}
-
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
@@ -60,11 +49,11 @@ def ws(tmp_path: Path) -> Path:
         (folder / name).write_bytes(data)
         os.chmod(folder / name, mode)
     (folder / ".gitignore").write_text("*.secret\n")
-    _git(folder, "init", "-q")
-    _git(folder, "add", ".gitignore", "edit.py")
-    _git(folder, "commit", "-qm", "base")
+    user_git(folder, "init", "-q")
+    user_git(folder, "add", ".gitignore", "edit.py")
+    user_git(folder, "commit", "-qm", "base")
     (folder / "edit.py").write_bytes(b"print('staged')\r\n")
-    _git(folder, "add", "edit.py")  # the user has a staged change
+    user_git(folder, "add", "edit.py")  # the user has a staged change
     (folder / "edit.py").write_bytes(ORIGINAL["edit.py"][0])
     os.chmod(folder / "edit.py", 0o640)
     return folder
@@ -113,7 +102,7 @@ def test_the_cli_summary_names_the_files_changed(tmp_path, ws):
 
 def test_undo_brings_back_exact_bytes_and_modes_and_touches_nothing_else(tmp_path, ws):
     user_git = _digest(ws / ".git")
-    before = _files(ws)
+    before = workspace_files(ws)
     sid, _ = _agent_run(tmp_path, ws, {"expect": {"any_message_contains": "new.txt (removed again"},
                                        "text": "I see the files were put back"})
     assert not (ws / "gone.bin").exists() and (ws / "new.txt").exists()
@@ -122,7 +111,7 @@ def test_undo_brings_back_exact_bytes_and_modes_and_touches_nothing_else(tmp_pat
     result = cli("run", "--session", sid, "/undo")
     assert result.exit_code == 0, result.stderr
     assert "put back 4 file(s)" in result.stdout
-    now = _files(ws)
+    now = workspace_files(ws)
     assert now.pop("mine.txt")[0] == b"the user's own file\n"
     assert now == before  # bytes and permission bits of all four, the ignored cfg.secret too
     assert _digest(ws / ".git") == user_git  # the user's .git, index and staged change untouched
@@ -136,48 +125,48 @@ def test_undo_brings_back_exact_bytes_and_modes_and_touches_nothing_else(tmp_pat
 def test_a_file_the_user_edited_after_the_agent_is_reported_and_kept_without_force(tmp_path, ws):
     sid, _ = _agent_run(tmp_path, ws)
     (ws / "edit.py").write_text("the user's edit after the agent\n")
-    agent_state = _files(ws)
+    agent_state = workspace_files(ws)
 
     code, doc = cli_json("run", "--session", sid, "/undo")
     assert code == 1 and doc["ok"] is False and doc["error"]["code"] == "FILES_CHANGED"
     assert [c["path"] for c in doc["result"]["conflicts"]] == ["edit.py"]
-    assert _files(ws) == agent_state  # nothing at all was put back
+    assert workspace_files(ws) == agent_state  # nothing at all was put back
 
     result = cli("run", "--session", sid, "/undo --force")
     assert result.exit_code == 0, result.stderr
-    assert _files(ws)["edit.py"] == ORIGINAL["edit.py"] and (ws / "gone.bin").exists()
+    assert workspace_files(ws)["edit.py"] == ORIGINAL["edit.py"] and (ws / "gone.bin").exists()
     assert "overwritten although changed after the agent: edit.py" in result.stdout
 
 
 def test_sessions_restore_files_refuses_on_a_conflict_then_restores_and_keeps_the_conversation(tmp_path, ws):
-    before = _files(ws)
+    before = workspace_files(ws)
     sid, _ = _agent_run(tmp_path, ws)
     (ws / "mine.txt").write_text("mine\n")
     (ws / "new.txt").write_text("the user changed the agent's file\n")
-    agent_state = _files(ws)
+    agent_state = workspace_files(ws)
 
     result = cli("sessions", "restore", sid, "--checkpoint", "1", "--files")
     assert result.exit_code == 1
     assert "new.txt (changed after the agent's change)" in result.stderr and "--force" in result.stderr
-    assert _files(ws) == agent_state
+    assert workspace_files(ws) == agent_state
 
     code, doc = cli_json("sessions", "restore", sid, "--checkpoint", "1", "--files", "--force")
     assert code == 0, doc
     assert doc["conversation"] is False and sorted(doc["files"]["restored"]) == [
         "cfg.secret", "edit.py", "gone.bin", "new.txt"]
-    now = _files(ws)
+    now = workspace_files(ws)
     assert now.pop("mine.txt")[0] == b"mine\n" and now == before
     shown = cli("sessions", "show", sid, "--json")
     assert "change things" in shown.stdout  # the conversation was not rewound
 
 
 def test_sessions_restore_defaults_to_both_so_files_and_conversation_agree(tmp_path, ws):
-    before = _files(ws)
+    before = workspace_files(ws)
     sid, _ = _agent_run(tmp_path, ws)
     code, doc = cli_json("sessions", "restore", sid, "--checkpoint", "1")
     assert code == 0, doc
     assert doc["what"] == "both" and doc["conversation"] is True and doc["messages"] == 2
-    assert _files(ws) == before
+    assert workspace_files(ws) == before
     # and back again: checkpoint 2 holds the agent's files and the conversation after them
     code, doc = cli_json("sessions", "restore", sid, "--checkpoint", "2")
     assert code == 0, doc
@@ -243,7 +232,7 @@ def test_no_save_still_snapshots_and_undo_works_in_the_same_host(tmp_path, ws, a
     from .support import collect, finished, make_runner
 
     script = write_script(tmp_path, [AGENT_TURN, {"text": "done"}])
-    before = _files(ws)
+    before = workspace_files(ws)
     runner, _ = make_runner(script, ws, no_save=True, yes=True)
     try:
         done = finished(collect(runner, "go"))
@@ -253,7 +242,7 @@ def test_no_save_still_snapshots_and_undo_works_in_the_same_host(tmp_path, ws, a
 
         undone = asyncio.run(runner.snapshots.undo())
         assert undone.ok and len(undone.restored) == 4
-        assert _files(ws) == before
+        assert workspace_files(ws) == before
     finally:
         runner.close()
 
