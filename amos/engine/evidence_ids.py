@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amos.evidence.prefix import matching_ids, resolve_record_id, short_id
+from amos.evidence.prefix import MIN_PREFIX_HEX, matching_ids, resolve_record_id, short_id
 
 
 class EvidenceIds:
@@ -54,10 +54,9 @@ class EvidenceIds:
     def complete(self, prefix: str, limit: int = 20) -> list[str]:
         """Full ids starting with ``prefix`` (at most ``limit``, in id order); [] when it
         is shorter than 4 digits or not hex."""
-        digits = prefix.strip().lower().replace("-", "")
-        if len(digits) < 4:
+        if len(prefix.strip().replace("-", "")) < MIN_PREFIX_HEX:
             return []
         try:
-            return matching_ids(self._store, digits, limit)
+            return matching_ids(self._store, prefix, limit)  # it normalises case and hyphens
         except Exception:  # noqa: BLE001 - completion is a convenience
             return []
