@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from amos.host import RunOptions, open_runner
 from amos.messages import Usage
-from amos.tui.widgets.status_bar import Status, _usage_variants
+from amos.tui.app import AmosApp
+from amos.tui.widgets.status_bar import Status, StatusBar, _usage_variants
 from tests.llamacpp_replay import LlamaServerReplay
-from tests.support import cli_json, write_script
+from tests.support import cli, cli_json, write_script
+from tests.test_tui import submit, wait_for
 
 PACE_S = 0.03
 """Seconds between two SSE events of the paced replay (about 33 tokens per second)."""
@@ -72,3 +75,44 @@ def test_status_bar_shows_tokens_per_second_when_known():
     assert known[0] == "~1.2k in / ~300 out tok · ~35 tok/s" and known[1] == "~1.5k tok · ~35 tok/s"
     assert _usage_variants(Status(tokens_in=10, tokens_out=3, tokens_per_s=8.44))[0].endswith("· 8.4 tok/s")
     assert "tok/s" not in " ".join(_usage_variants(Status(tokens_in=10, tokens_out=3)))
+
+
+PACED_TEXT = " ".join(f"word{n}" for n in range(40))
+"""A 40-delta reply (the scripted provider splits text at whitespace)."""
+
+
+def test_a_paced_script_shows_tokens_per_second_offline(tmp_path):
+    """``delta_delay_ms`` (issue 21: the speed must be visible without a server) paces the
+    deltas, so the timed generation passes 0.1 s and the estimated rate appears."""
+    script = write_script(tmp_path, [{"text": PACED_TEXT, "delta_delay_ms": 10}])
+    code, out = cli_json("run", "--script", str(script), "--workspace", str(tmp_path), "go")
+    assert code == 0, out
+    usage = out["usage"]
+    assert 0.39 <= usage["generation_s"] < 5, usage  # 39 pauses of 10 ms between 40 deltas
+    assert abs(usage["output_tokens_per_s"] - usage["generated_tokens"] / usage["generation_s"]) < 1
+    assert 0 < usage["output_tokens_per_s"] < usage["generated_tokens"] / 0.39
+
+
+def test_a_bad_delta_delay_is_a_configuration_error_naming_the_turn(tmp_path):
+    script = write_script(tmp_path, [{"text": "hi"}, {"text": "x", "delta_delay_ms": -1}])
+    result = cli("run", "--script", str(script), "--workspace", str(tmp_path), "go")
+    assert result.exit_code == 2
+    assert "turns.1.delta_delay_ms" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+async def test_the_tui_status_bar_shows_the_rate_of_a_paced_script(tmp_path):
+    script = write_script(tmp_path, [{"text": PACED_TEXT, "delta_delay_ms": 10}])
+    runner, opened = open_runner(RunOptions(model=f"scripted:{script}", workspace=tmp_path, cwd=tmp_path,
+                                            interactive=True, no_save=True))
+    app = AmosApp(runner, opened)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            await submit(pilot, app, "go")
+            await wait_for(pilot, lambda: app.receipts and not app.busy)
+            await pilot.pause()
+            assert "tok/s" in app.query_one(StatusBar).render().plain
+            assert app.query_one(StatusBar).status.tokens_per_s is not None
+    finally:
+        runner.close()

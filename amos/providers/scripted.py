@@ -90,6 +90,11 @@ class ScriptExpect(_Strict):
 MAX_DELAY_MS = 3_600_000
 """Longest ``delay_ms`` of a turn, milliseconds (an hour; a larger one slept for good)."""
 
+MAX_DELTA_DELAY_MS = 60_000
+"""Longest ``delta_delay_ms`` of a turn, milliseconds: the pause between two streamed text
+deltas, which paces a reply like a real model's so its tokens per second can be seen and
+tested offline (issue 21; an addition to spec/scripted-provider.md, documented in the README)."""
+
 
 class ScriptTurn(_Strict):
     """One model call's answer."""
@@ -101,6 +106,7 @@ class ScriptTurn(_Strict):
     error: ScriptError | None = None
     expect: ScriptExpect | None = None
     delay_ms: int | None = Field(default=None, ge=0, le=MAX_DELAY_MS)
+    delta_delay_ms: int | None = Field(default=None, ge=0, le=MAX_DELTA_DELAY_MS)
 
 
 class Script(_Strict):
@@ -350,7 +356,10 @@ class ScriptedProvider:
         if turn.error is not None:
             raise ProviderError(turn.error.kind, turn.error.message)
         text = turn.text or ""
-        for piece in _DELTA.findall(text):
+        pause = (turn.delta_delay_ms or 0) / 1000
+        for n, piece in enumerate(_DELTA.findall(text)):
+            if pause and n:
+                await asyncio.sleep(pause)
             yield TextDeltaEvent(piece)
         arg_chars = 0
         for n, tc in enumerate(turn.tool_calls):
