@@ -99,14 +99,18 @@ def render_text(data: dict[str, Any]) -> list[str]:
         width = max((len(r["model"]) for r in rows), default=0)
         for row in rows:
             mark = "*" if row["model"] == chosen else " "
-            tail = "(server)" if row["source"] == "server" else _price(row)
+            tail = _price(row)
+            if row["source"] == "server":
+                tail = {"assumed": "(server; window assumed)", "config": "(server; window from the config)"}.get(
+                    row["window_source"], "(server)")
             lines.append(f" {mark}{row['model']:<{width}}  {_window(row['window_tokens']):>9}  {tail}".rstrip())
         if entry["provider"] == "openai-compatible":
             lines.append("  window table (model names a local server may use):")
             lines += _wrapped([f"{r['model'].partition(':')[2]} {_window(r['window_tokens'])}" for r in table])
     lines += ["", "scripted:PATH · a script file played offline (amos run --demo)",
-              "windows: amos's table (context.window_tokens overrides it); prices: USD per 1M tokens in / out, "
-              "genai-prices' bundled snapshot; — not known"]
+              "windows: amos's table (context.window_tokens overrides it); assumed: 32,000, what a run",
+              "  uses for a model the table does not know (it reads llama-server's /props when it starts)",
+              "prices: USD per 1M tokens in / out, genai-prices' bundled snapshot; — not known"]
     return lines
 
 

@@ -42,7 +42,10 @@ def test_models_json_lists_server_models_and_key_status_without_the_key(monkeypa
     assert [m["model"] for m in compatible["server_models"]] == ["openai-compatible:qwen2.5:7b",
                                                                  "openai-compatible:mystery-model"]
     assert compatible["server_models"][0]["window_tokens"] == 32_768  # from amos's window table
-    assert compatible["server_models"][1]["window_tokens"] is None
+    assert compatible["server_models"][0]["window_source"] == "table"
+    # a name amos's table does not know: the 32,000 a run would assume, said to be assumed
+    assert compatible["server_models"][1]["window_tokens"] == 32_000
+    assert compatible["server_models"][1]["window_source"] == "assumed"
     assert compatible["server_error"] is None
     assert _provider(doc, "anthropic")["key"] == "set"
     assert _provider(doc, "openai")["key"] == "not set"
@@ -101,3 +104,20 @@ def test_models_is_a_subcommand_and_its_help_has_examples():
     result = cli("models", "--help")
     assert result.exit_code == 0
     assert "Examples:" in result.stdout and "amos models --json" in result.stdout
+
+
+def test_a_server_model_shows_the_window_a_run_would_use(tmp_path):
+    """Text output marks an assumed window, and ``context.window_tokens`` replaces it."""
+    cfg = tmp_path / "amos.json"
+    cfg.write_text(json.dumps({"context": {"window_tokens": 4096}}))
+    with WireServer() as server:
+        server.reply(200, {"object": "list", "data": [{"id": "mystery-model", "object": "model"}]})
+        server.reply(200, {"object": "list", "data": [{"id": "mystery-model", "object": "model"}]})
+        plain = _models("--base-url", f"{server.url}/v1")
+        configured = _models("--config", str(cfg), "--base-url", f"{server.url}/v1")
+    assert plain.exit_code == 0 and configured.exit_code == 0, (plain.stderr, configured.stderr)
+    row = next(line for line in plain.stdout.splitlines() if "openai-compatible:mystery-model" in line)
+    assert "32,000" in row or "32k" in row.replace(" ", ""), row
+    assert "window assumed" in row
+    row = next(line for line in configured.stdout.splitlines() if "openai-compatible:mystery-model" in line)
+    assert "window from the config" in row and "assumed" not in row

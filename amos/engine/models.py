@@ -32,11 +32,14 @@ class KnownModel:
 
     Attributes:
         model: ``provider:name``, as ``--model`` takes it.
-        window_tokens: its context window from amos's table (tokens); None for a name only
-            the server listed.
+        window_tokens: its context window (tokens): amos's table's, for a name only the
+            server listed ``context.window_tokens`` or else the 32,000-token default a run
+            would assume (:data:`amos.context.DEFAULT_WINDOW_TOKENS`).
         input_usd_per_mtok / output_usd_per_mtok: US dollars per million tokens (None: not
             priced).
         source: ``table`` (amos's window table, priced where known) or ``server``.
+        window_source: where ``window_tokens`` comes from: ``table``, ``config`` or
+            ``assumed`` (the default; issue 21: a listed model never shows no window).
     """
 
     model: str
@@ -44,6 +47,7 @@ class KnownModel:
     input_usd_per_mtok: float | None = None
     output_usd_per_mtok: float | None = None
     source: str = "table"
+    window_source: str = "table"
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,15 @@ def _row(provider: str, name: str) -> KnownModel:
     price = price_per_million(spec)
     return KnownModel(spec, MODEL_WINDOWS.get(window_key(spec) or "", None),
                       price[0] if price else None, price[1] if price else None)
+
+
+_WINDOW_SOURCES = {"config": "config", "model table": "table", "default": "assumed"}
+
+
+def _server_row(spec: str, configured: int | None) -> KnownModel:
+    """A model the server listed, with the window a run of it would budget against."""
+    tokens, source = context_window(spec, configured)
+    return KnownModel(spec, tokens, source="server", window_source=_WINDOW_SOURCES[source])
 
 
 def known_models(provider: str) -> list[KnownModel]:
@@ -214,8 +227,7 @@ class ModelCatalog:
                 api_key = next((os.environ[v].strip() for v in variables if os.environ.get(v, "").strip()), None)
                 answer = list_server_models(base_url, api_key=api_key, timeout_s=timeout_s,
                                             secrets=secret_values(self._config))
-                server = [KnownModel(f"{provider}:{name}", None if window_key(name) is None
-                                     else MODEL_WINDOWS[window_key(name) or ""], source="server")
+                server = [_server_row(f"{provider}:{name}", self._config.context.window_tokens)
                           for name in answer.models]
                 error = answer.error
             shown_url = None

@@ -43,7 +43,8 @@ def model_row(row: Mapping[str, Any], width: int, *, current: str | None = None)
     window = row.get("window_tokens")
     text.append(f"  {window:>9,}" if window else "          —", style="dim")
     if row.get("source") == "server":
-        text.append("  (server)", style="dim")
+        text.append("  (server; window assumed)" if row.get("window_source") == "assumed" else "  (server)",
+                    style="dim")
     elif _price(row):
         text.append(f"  {_price(row)}", style="dim")
     if row["model"] == current:
