@@ -210,6 +210,11 @@ def main_callback(
         typer.echo(f"amos: {misplaced[0]} belongs to a one-shot run: amos -p \"PROMPT\" {misplaced[0]} … "
                    f"(or amos run \"PROMPT\" {misplaced[0]} …)", err=True)
         raise typer.Exit(2)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        which = "stdin" if not sys.stdin.isatty() else "stdout"
+        typer.echo(f"amos: the TUI needs a terminal and {which} is not one; for a one-shot run use amos -p \"PROMPT\" "
+                   "(or amos run; --output-format stream-json for events)", err=True)
+        raise typer.Exit(2)
     from amos.cli_run import setup_logging
     from amos.errors import AmosError
 

@@ -288,3 +288,35 @@ def test_resume_prints_each_answer_once(tmp_path):
     resumed = cli("resume", "latest", "--all")
     assert resumed.exit_code == 0, resumed.stderr
     assert resumed.stdout == "done\n"  # the new answer, once; "writing" is not printed again
+
+
+def _amos_without_a_terminal(args: list[str], *, stdin_tty: bool) -> tuple[int, str, str]:
+    """Run the real ``amos`` entry point with stdout a pipe and stdin a pipe or a pty."""
+    import pty
+    import subprocess
+    import sys
+
+    master = slave = None
+    if stdin_tty:
+        master, slave = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "amos.cli", *args],
+                              stdin=slave if stdin_tty else subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        for fd in (master, slave):
+            if fd is not None:
+                os.close(fd)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_the_tui_without_a_terminal_refuses_and_points_at_print(tmp_path):
+    """``amos -- TEXT`` (or ``amos "prompt"``, or bare ``amos``) in a pipe would draw the full
+    TUI's escape codes into it; it exits 2 naming -p instead, before any model call."""
+    for args, stdin_tty, which in ((["--", "hello"], False, "stdin"), (["hello there"], True, "stdout"),
+                                   ([], False, "stdin")):
+        code, out, err = _amos_without_a_terminal(["--workspace", str(tmp_path), *args], stdin_tty=stdin_tty)
+        assert code == 2, (args, out, err)
+        assert out == "", "nothing, and no escape codes, on stdout"
+        assert f"the TUI needs a terminal and {which} is not one" in err and 'amos -p "PROMPT"' in err
+        assert "Traceback" not in err
