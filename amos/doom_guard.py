@@ -37,6 +37,40 @@ def doom_notice(verdict: DoomLoopVerdict) -> str:
     return f"doom loop: {verdict.action} ({verdict.detector}, streak {verdict.streak}){extra} — {verdict.message}"
 
 
+HINT_CHUNK_CHARS = 64
+"""Characters per piece when :func:`repeats_like_a_runaway` replays a finished text."""
+
+
+def repeats_like_a_runaway(text: str) -> bool:
+    """Whether the default doom-loop text rung would have stopped ``text`` mid-stream.
+
+    For a run with detection off whose turn hit its output limit (issue 23: a looping
+    small model ran to its cap): the caller can then say that ``"doom_loop": true`` stops
+    such loops while they stream. The text is replayed through a fresh
+    :class:`TextStreamWatch` with amos's defaults (``text.stop_repeats`` 4, ladder stop 5)
+    in :data:`HINT_CHUNK_CHARS`-character pieces, so it judges as the live stream would.
+    Bounded work: the watch keeps only its tail window. Never raises.
+
+    Args:
+        text: the turn's text as shown (masked).
+
+    Returns:
+        True when the watch says ``stop`` at some point of the text.
+    """
+    from amos.config_models import DoomLoopConfig
+
+    try:
+        guard = DoomLoopGuard.from_config(DoomLoopConfig(), None)
+        watch = guard.stream_watch() if guard is not None else None
+        if watch is None:
+            return False
+        return any(watch.feed(text[i:i + HINT_CHUNK_CHARS]) is not None
+                   for i in range(0, len(text), HINT_CHUNK_CHARS))
+    except Exception:  # noqa: BLE001 - a hint never fails a run
+        log.exception("repeats_like_a_runaway failed")
+        return False
+
+
 class DoomLoopGuard:
     """Doom-loop detection for one session.
 

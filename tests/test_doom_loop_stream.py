@@ -13,6 +13,7 @@ import json
 import time
 from pathlib import Path
 
+from amos.doom_guard import repeats_like_a_runaway
 from amos.policy.doom_loop import DoomLoopMonitor, resolve_doom_loop_option
 from amos.policy.doom_loop_config import AMOS_DOOM_LOOP_LADDER, AMOS_TEXT_OPTIONS
 from amos.policy.doom_loop_stream import SCAN_EVERY_CHARS, TextStreamWatch
@@ -234,3 +235,23 @@ def _streamed_text(sse: str) -> str:
             delta = json.loads(line[6:])["choices"][0]["delta"]
             pieces.append(delta.get("content") or "")
     return "".join(pieces)
+
+
+def test_the_runaway_hint_judges_finished_text_as_the_stream_would():
+    looping = "Intro sentence here. " + " ".join([SENTENCE] * 6)
+    assert repeats_like_a_runaway(looping)
+    assert not repeats_like_a_runaway(" ".join(f"word{n}" for n in range(2000)))
+    assert not repeats_like_a_runaway(" ".join([SENTENCE] * 3)), "three copies are below text.stop_repeats 4"
+    assert not repeats_like_a_runaway("")
+
+
+def test_an_output_limit_without_repetition_gets_no_doom_loop_hint(tmp_path):
+    script = write_script(tmp_path, [{"text": " ".join(f"word{n}" for n in range(300)), "finish_reason": "length"}])
+    result = cli("run", "--script", str(script), "--workspace", str(tmp_path), "--output-format", "stream-json", "go")
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    assert result.exit_code == 6 and events[-1]["stop"]["cause"] == "output_limit"
+    assert not [e for e in events if e["type"] == "notice" and "doom_loop" in e["text"]]
+    looping = write_script(tmp_path, [{"text": " ".join([SENTENCE] * 8), "finish_reason": "length"}], name="loop.json")
+    result = cli("run", "--script", str(looping), "--workspace", str(tmp_path), "--output-format", "stream-json", "go")
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    assert [e for e in events if e["type"] == "notice" and "doom_loop" in e["text"]], "a repeating one gets it"

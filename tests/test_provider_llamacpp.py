@@ -244,3 +244,21 @@ def test_llama_server_accepts_null_content_beside_tool_calls(workspace):
         events = asyncio.run(call())
     assert server.requests[0].json["messages"][2]["content"] is None
     assert events[-1].finish_reason == "length"
+
+
+def test_a_runaway_run_to_its_cap_without_the_doom_loop_says_how_to_stop_it(workspace):
+    """Detection is off by default (spec/config.md ``doom_loop: null``); a turn that loops
+    until its output limit gets one notice naming ``"doom_loop": true``."""
+    path = workspace.parent / "amos.json"
+    path.write_text(json.dumps({"providers": {"openai-compatible": {"max_retries": 0, "max_tokens": 256}}}))
+    with LlamaCppPythonReplay() as server:
+        server.serve("runaway_1")
+        result = cli("run", "--config", str(path), "--model", "openai-compatible:smollm2", "--base-url",
+                     f"{server.url}/v1", "--workspace", str(workspace), "--output-format", "stream-json",
+                     "Tell me about the build log.")
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    notices = [e["text"] for e in events if e["type"] == "notice"]
+    assert result.exit_code == 6 and events[-1]["type"] == "result"
+    assert [n for n in notices if "doom_loop" in n] == [
+        "the reply kept repeating itself until its output limit; \"doom_loop\": true in the config stops such "
+        "loops while they stream"]

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
 from amos.context import build_request
+from amos.doom_guard import repeats_like_a_runaway
 from amos.engine.calls import CallPlanner
 from amos.engine.completion import CheckPlan, Claim
 from amos.engine.context_budget import reported_usage
@@ -351,6 +352,9 @@ class TurnLoop:
                 self.round.recorder.refuse(run, planner.plan(call), "not_started",
                                            "not run: the model's turn was cut off by its output limit before "
                                            "this call was complete")
+            if self.doom is None and turn.text and repeats_like_a_runaway(turn.text):
+                run.emit(Notice(level="warning", text="the reply kept repeating itself until its output limit; "
+                                "\"doom_loop\": true in the config stops such loops while they stream"))
             run.stop("output_limit", "output_truncated", "the model's turn was cut off by its output limit")
             return True
         if finish == "error":
