@@ -116,3 +116,53 @@ async def test_the_tui_status_bar_shows_the_rate_of_a_paced_script(tmp_path):
             assert app.query_one(StatusBar).status.tokens_per_s is not None
     finally:
         runner.close()
+
+
+async def test_the_status_bar_shows_a_live_rate_while_a_reply_streams(tmp_path):
+    """A local model can stream one reply for minutes: the bar estimates the rate live."""
+    slow = " ".join(f"word{n}" for n in range(200))
+    script = write_script(tmp_path, [{"text": slow, "delta_delay_ms": 20}])
+    runner, opened = open_runner(RunOptions(model=f"scripted:{script}", workspace=tmp_path, cwd=tmp_path,
+                                            interactive=True, no_save=True))
+    app = AmosApp(runner, opened)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            await submit(pilot, app, "go")
+            await wait_for(pilot, lambda: app.query_one(StatusBar).status.rate_live)
+            status = app.query_one(StatusBar).status
+            assert status.rate_live and status.tokens_per_s is not None and status.tokens_per_s > 0
+            assert "tok/s" in app.query_one(StatusBar).render().plain
+            assert not app.receipts, "still streaming"
+            runner.cancel()
+            await wait_for(pilot, lambda: app.receipts and not app.busy)
+            await pilot.pause()
+            assert not app.query_one(StatusBar).status.rate_live, "after the run: the measured figure"
+    finally:
+        runner.close()
+
+
+def test_live_rate_counts_from_the_first_delta_and_resets():
+    from amos.tui.live_rate import LiveRate
+
+    now = [100.0]
+    rate = LiveRate(clock=lambda: now[0])
+    assert rate.value() is None
+    rate.feed("x" * 40)
+    now[0] += 0.05
+    assert rate.value() is None, "under 0.1 s"
+    rate.feed("y" * 40)
+    now[0] += 0.95
+    assert rate.value() == 20.0  # 80 characters ≈ 20 tokens in 1 s
+    rate.reset()
+    assert rate.value() is None
+
+
+def test_a_live_rate_stays_on_an_80_column_bar_while_the_first_reply_streams():
+    from amos.tui.widgets.status_bar import status_text
+
+    running = Status(model="openai-compatible:smollm2", state="running", step=1, max_steps=20, elapsed_s=4,
+                     session_id="20261202-142656-b45f33", saved="unsaved", workspace="/var/tmp/ws",
+                     tokens_per_s=12.34, rate_live=True)
+    for width in (80, 100):
+        assert "~12 tok/s" in status_text(running, width).plain, width

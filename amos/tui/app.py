@@ -53,6 +53,7 @@ from amos.tui.app_mcp import McpLink
 from amos.tui.app_models import ModelPicking
 from amos.tui.app_sessions import TERMINATE_GRACE_S, SessionControl  # noqa: F401 - re-exported
 from amos.tui.evidence_ids import ShortIds
+from amos.tui.live_rate import LiveRate
 from amos.tui.screens.approval import ApprovalAnswer, ApprovalScreen
 from amos.tui.screens.confirm_done import HINT as HINT_CONFIRM
 from amos.tui.screens.confirm_done import ConfirmationAnswer, ConfirmDoneScreen
@@ -151,6 +152,7 @@ class AmosApp(App[int]):
         self._quit_requested: bool | None = None
         self._run_started = 0.0
         self._frame = 0
+        self._live_rate = LiveRate()
         self._ticker: Any = None
         self._customs: dict[str, CustomCommand] = {}
         self._mcp_prompts: dict[str, tuple[str, str]] = {}
@@ -295,6 +297,7 @@ class AmosApp(App[int]):
         check = runner.check_in_force()
         verdict = last.verdict if last is not None else None
         elapsed = time.monotonic() - self._run_started if self._busy else None
+        live = self._live_rate.value() if self._busy else None
         bars = self.query(StatusBar)
         if not bars:  # a worker finishing while the app is closing or between screens
             return
@@ -306,7 +309,7 @@ class AmosApp(App[int]):
             cost_usd=usage.cost_usd if self._show_cost() else None,
             phase=status_phase(self._state, self._phase, verdict), saved=self._saves.marker(runner),
             check=check.summary, check_source=check.source, tokens_estimated=usage.estimated,
-            tokens_per_s=usage.output_tokens_per_s)
+            tokens_per_s=live if live is not None else usage.output_tokens_per_s, rate_live=live is not None)
         if panel:
             self._schedule_panel()
 
@@ -395,7 +398,10 @@ class AmosApp(App[int]):
     def _note_event(self, event: RunEvent) -> None:
         """Every run event but text: follow the announced loop phase, redraw status and panel."""
         if isinstance(event, TextDelta):
+            self._live_rate.feed(event.text)
             return
+        if not isinstance(event, Notice):  # a tool call, a step or the run's end: no reply is streaming
+            self._live_rate.reset()
         if isinstance(event, (RunStarted, RunFinished)):
             self._phase = None
         elif isinstance(event, Notice):  # the latest notice says which phase the run is in

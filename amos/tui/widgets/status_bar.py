@@ -83,7 +83,10 @@ class Status:
         tokens_estimated: some counts are amos's estimate (the provider reported no
             usage): shown with ``~``.
         tokens_per_s: the session's output tokens per second (``Usage.output_tokens_per_s``),
-            or None when not measured (issue 23).
+            or None when not measured (issue 23); while a reply streams, its live estimate.
+        rate_live: ``tokens_per_s`` is the live estimate of the reply streaming now
+            (:class:`amos.tui.live_rate.LiveRate`): shown with ``~`` even before any
+            call has finished.
     """
 
     model: str = ""
@@ -105,6 +108,7 @@ class Status:
     check_source: str = "none"
     tokens_estimated: bool = False
     tokens_per_s: float | None = None
+    rate_live: bool = False
 
 
 def status_phase(state: str, announced: str | None, last_verdict: str | None) -> str | None:
@@ -143,6 +147,9 @@ def format_tokens(tokens: int) -> str:
 
 def _usage_variants(s: Status) -> list[str]:
     if not (s.tokens_in or s.tokens_out):
+        if s.rate_live and s.tokens_per_s is not None:  # the first reply, still streaming
+            live = f"~{format_rate(s.tokens_per_s)} tok/s"
+            return [live, live, live, ""]  # as short as usage gets: it goes only where usage would
         return [""]
     cost = f" · ${s.cost_usd:.2f}" if s.cost_usd is not None and s.cost_usd >= 0.01 else \
         f" · ${s.cost_usd:.4f}" if s.cost_usd is not None else ""
@@ -151,7 +158,7 @@ def _usage_variants(s: Status) -> list[str]:
     short = f"{about}{format_tokens(s.tokens_in + s.tokens_out)} tok{cost}"
     if s.tokens_per_s is None:
         return [full, short, ""]
-    rate = f" · {about}{format_rate(s.tokens_per_s)} tok/s"
+    rate = f" · {'~' if s.rate_live else about}{format_rate(s.tokens_per_s)} tok/s"
     return [full + rate, short + rate, short, ""]
 
 
