@@ -1,4 +1,4 @@
-"""Config models: the pydantic models of the config file and their value types.
+"""Config models: the pydantic models of the config file.
 
 The file format is spec/config.md. Every model forbids unknown keys and validates
 bounds, so :func:`amos.config.format_validation_error` can name the dotted JSON path and
@@ -9,135 +9,43 @@ callers import from ``amos.config``.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    Field,
-    PlainSerializer,
-    PlainValidator,
-    Tag,
-    field_validator,
-    model_validator,
+from pydantic import AfterValidator, Discriminator, Field, Tag, field_validator, model_validator
+
+from amos.config_models_tools import (  # noqa: F401 - the tool-side models are re-exported here
+    McpServerConfig,
+    McpServerName,
+    McpToolConfig,
+    PermissionRule,
+    PermissionsConfig,
+    SandboxConfig,
+    SandboxPath,
 )
-
-from amos.errors import ConfigError
-from amos.permissions.rules import ACCEPTED_FORMS, RuleError, parse_rule
+from amos.config_types import (  # noqa: F401 - the value types are re-exported here
+    PROVIDERS,
+    BaseUrl,
+    ConfigPath,
+    EnvName,
+    ModelString,
+    NonNegInt,
+    Permission,
+    PosInt,
+    Rung,
+    Seconds,
+    Text,
+    Threshold,
+    ToolName,
+    _check_absolute,
+    _check_sha256,
+    _Model,
+    check_http_url,
+    parse_model,
+)
 from amos.policy.doom_loop_config import AMOS_DOOM_LOOP_LADDER, AMOS_TEXT_OPTIONS
-from amos.sandbox.modes import DEFAULT_HIDDEN_PATHS, DEFAULT_MODE, SandboxMode, normalise_path
-
-PROVIDERS = ("openai", "anthropic", "google", "openai-compatible", "scripted")
-"""Provider names accepted before the first colon of a model string."""
-
-# --------------------------------------------------------------------------- value types
-
-
-def _split_model(value: str) -> tuple[str, str]:
-    provider, sep, model = value.partition(":")
-    if not sep or provider not in PROVIDERS or not model:
-        raise ValueError(
-            f"must be PROVIDER:MODEL with PROVIDER one of {', '.join(PROVIDERS)} "
-            "and a non-empty MODEL (e.g. openai:gpt-4o-mini, scripted:PATH)"
-        )
-    return provider, model
-
-
-def parse_model(value: str) -> tuple[str, str]:
-    """Split a model string at its first colon: ``"openai-compatible:qwen2.5:7b"``.
-
-    Returns:
-        ``(provider, model)``, e.g. ``("openai-compatible", "qwen2.5:7b")``.
-
-    Raises:
-        ConfigError: unknown provider, no colon, or an empty model part
-            (spec/cli.md, "Options").
-    """
-    try:
-        return _split_model(value)
-    except ValueError as exc:
-        raise ConfigError(f"{exc} (got {json.dumps(value)})", json_path="model") from None
-
-
-def _check_model(value: str) -> str:
-    _split_model(value)
-    return value
-
-
-def check_http_url(value: str) -> str:
-    """``value`` unchanged when it is an ``http://`` or ``https://`` URL with a host.
-
-    The one rule for every base URL, from the config file or ``--base-url`` (issue 23).
-
-    Raises:
-        ValueError: any other text ("must be an http:// or https:// URL").
-    """
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError("must be an http:// or https:// URL")
-    return value
-
-
-_check_url = check_http_url
-
-
-def _check_env_name(value: str) -> str:
-    if not value or not (value[0].isalpha() or value[0] == "_") or not all(
-        c.isalnum() or c == "_" for c in value
-    ) or not value.isascii():
-        raise ValueError("must be an environment variable name (letters, digits, _)")
-    return value
-
-
-def _check_rung(value: Any) -> int | bool:
-    if value is False:
-        return False
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
-        raise ValueError("must be false or an integer from 1 to 1000")
-    return value
-
-
-def _check_sha256(value: str) -> str:
-    if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
-        raise ValueError("must be a SHA-256 digest (64 lowercase hex digits)")
-    return value
-
-
-def _check_absolute(value: str) -> str:
-    if not Path(value).is_absolute():
-        raise ValueError("must be an absolute path")
-    return value
-
-
-def _compact_number(value: float) -> float | int:
-    return int(value) if float(value).is_integer() else value
-
-
-PosInt = Annotated[int, Field(ge=1)]
-NonNegInt = Annotated[int, Field(ge=0)]
-Threshold = Annotated[int, Field(ge=1, le=1000)]
-Seconds = Annotated[
-    float, Field(gt=0, allow_inf_nan=False), PlainSerializer(_compact_number, when_used="json")
-]
-Text = Annotated[str, Field(min_length=1)]
-ToolName = Annotated[str, Field(min_length=1, max_length=256)]
-ModelString = Annotated[str, AfterValidator(_check_model)]
-BaseUrl = Annotated[str, AfterValidator(_check_url)]
-EnvName = Annotated[str, AfterValidator(_check_env_name)]
-Rung = Annotated[int | Literal[False], PlainValidator(_check_rung)]
-Permission = Literal["allow", "ask", "deny"]
-ConfigPath = Annotated[Path, Field(strict=False)]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
-
 
 # --------------------------------------------------------------------------- models
 
@@ -573,119 +481,6 @@ class UiConfig(_Model):
     """Textual theme name."""
     show_cost: bool = True
     """Show token usage and cost."""
-
-
-
-_MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-
-
-def _check_mcp_server_name(value: str) -> str:
-    if not _MCP_SERVER_NAME.fullmatch(value):
-        raise ValueError("an MCP server name must be 1-64 letters, digits, '_', '.' or '-', "
-                         "starting with a letter or digit")
-    return value
-
-
-McpServerName = Annotated[str, AfterValidator(_check_mcp_server_name)]
-"""The key of one ``mcpServers`` entry; tools of the server become ``mcp__NAME__TOOL``."""
-HeaderName = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")]
-
-
-class McpToolConfig(_Model):
-    """Overrides for one tool of an MCP server, keyed by the server's own tool name (issue 18)."""
-
-    enabled: bool = True
-    """Offer this tool to the model; false leaves it out."""
-    permission: Permission | None = None
-    """``allow``, ``ask`` or ``deny``; null: ``allow`` for a trusted read-only tool, else ``ask``."""
-    loop_key: Literal[False] | list[Annotated[str, Field(min_length=1)]] | None = None
-    """Doom-loop identity: null (the full arguments), false (exempt) or argument names."""
-
-
-class McpServerConfig(_Model):
-    """One MCP server (the Claude Code ``mcpServers`` layout plus amos's keys; issue 18).
-
-    ``${VAR}`` and ``${VAR:-default}`` in ``command``, ``args``, ``env``, ``url`` and
-    ``headers`` are replaced from the environment when the server starts.
-    """
-
-    type: Text | None = None
-    """``stdio``, ``http`` (streamable HTTP) or ``sse``; null: ``stdio`` with a command, else ``http``."""
-    command: Text | None = None
-    """Program of a stdio server (looked up on PATH)."""
-    args: list[str] = Field(default_factory=list)
-    """Arguments of a stdio server."""
-    env: dict[EnvName, str] = Field(default_factory=dict)
-    """Variables added to a stdio server's minimal environment (values are secrets)."""
-    url: Text | None = None
-    """Endpoint of an http or sse server."""
-    headers: dict[HeaderName, str] = Field(default_factory=dict)
-    """HTTP headers sent to an http or sse server (values are secrets)."""
-    enabled: bool = True
-    """Start this server; false keeps it listed but stopped."""
-    trust_annotations: bool = False
-    """Believe the server's ``readOnlyHint``: such tools get effect ``read`` and ``allow``."""
-    start_timeout_s: Seconds = 30
-    """Time limit of starting the server and listing its tools, seconds."""
-    timeout_s: Seconds | None = None
-    """Time limit of one tool call, seconds; null uses ``tools.command_timeout_s``."""
-    tools: dict[ToolName, McpToolConfig] = Field(default_factory=dict)
-    """Per-tool overrides, keyed by the server's tool name."""
-def _check_sandbox_path(value: str) -> str:
-    return str(normalise_path(value))
-
-
-SandboxPath = Annotated[str, AfterValidator(_check_sandbox_path)]
-"""An absolute path or one starting with ``~``; stored expanded and normalised."""
-
-
-def _default_hidden_paths() -> list[str]:
-    return [str(normalise_path(path)) for path in DEFAULT_HIDDEN_PATHS]
-
-
-class SandboxConfig(_Model):
-    """The command sandbox: bubblewrap on Linux (issue 19)."""
-
-    mode: SandboxMode = DEFAULT_MODE
-    """``read-only``, ``workspace-write`` (the workspace and a private /tmp writable) or
-    ``danger-full-access`` (no sandbox)."""
-    network: bool = False
-    """Let sandboxed commands reach the network (and the host's 127.0.0.1 servers)."""
-    writable_paths: list[SandboxPath] = Field(default_factory=list)
-    """Folders or files writable besides the workspace in ``workspace-write`` (absolute or ~)."""
-    hidden_paths: list[SandboxPath] = Field(default_factory=_default_hidden_paths)
-    """Paths sandboxed commands cannot read (absolute or ~); setting it replaces the defaults.
-    amos's own config and data folders and agent sockets are hidden in any case."""
-
-    @field_validator("writable_paths")
-    @classmethod
-    def _not_root(cls, value: list[str]) -> list[str]:
-        if "/" in value:
-            raise ValueError("must not hold / (that is danger-full-access)")
-        return value
-
-
-def _check_rule(value: str) -> str:
-    try:
-        parse_rule(value)
-    except RuleError as exc:
-        raise ValueError(f"invalid rule: {exc.problem}; accepted: {ACCEPTED_FORMS}") from None
-    return value.strip()
-
-
-PermissionRule = Annotated[str, AfterValidator(_check_rule)]
-"""One permission rule, e.g. ``run_command(python -m pytest:*)`` (amos/permissions/rules.py)."""
-
-
-class PermissionsConfig(_Model):
-    """Permission rules; deny wins over ask over allow; rules add up across layers."""
-
-    allow: list[PermissionRule] = Field(default_factory=list)
-    """Calls that run without asking, e.g. ``run_command(git status)``, ``write_file(docs/**)``."""
-    ask: list[PermissionRule] = Field(default_factory=list)
-    """Calls that always ask, even where the sandbox would let them run."""
-    deny: list[PermissionRule] = Field(default_factory=list)
-    """Calls that are refused, naming the rule."""
 
 
 class AmosConfig(_Model):
