@@ -34,6 +34,10 @@ class SessionBinding:
         self.store = store
         self._lock = lock
         self.max_checkpoints = max_checkpoints
+        self.writes = 0
+        """Times this binding wrote a session (``save``, and the first snapshot of a journal)."""
+        self._stored: set[str] = set()
+        self._asked: set[str] = set()
 
     @property
     def saved(self) -> bool:
@@ -55,7 +59,27 @@ class SessionBinding:
         Raises:
             SessionError: ``no_store`` with ``--no-save``, ``write_failed``.
         """
-        return self._store().save(session)
+        path = self._store().save(session)
+        self._wrote(session.id)
+        return path
+
+    def _wrote(self, session_id: str) -> None:
+        self.writes += 1
+        self._stored.add(session_id)
+
+    def save_state(self, session_id: str) -> tuple[bool, int] | None:
+        """``(stored, writes)`` for the TUI's saved marker, or None with ``--no-save``.
+
+        ``stored``: the session is in the store — asked of the store once per session (one
+        query on PostgreSQL), then known from this binding's own writes.
+        """
+        if self.store is None:
+            return None
+        if session_id not in self._asked:  # only this host writes it while it holds the run lock
+            self._asked.add(session_id)
+            if self.store.exists(session_id):
+                self._stored.add(session_id)
+        return session_id in self._stored, self.writes
 
     def open_journal(self, session: Session) -> tuple[Journal, list[str]]:
         """The session's journal (the snapshot is written first when the session has none
@@ -67,6 +91,7 @@ class SessionBinding:
         store = self._store()
         if not store.exists(session.id):
             store.save(session)
+            self._wrote(session.id)
         return store.open_journal(session)
 
     def close_journal(self, session_id: str) -> None:

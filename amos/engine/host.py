@@ -116,6 +116,12 @@ class Host:
         return self.engine.binding.saved
 
     @property
+    def save_state(self) -> tuple[bool, int] | None:
+        """``(stored, writes)``: the session is in its store (files or PostgreSQL), and this host
+        wrote it ``writes`` times; None with ``--no-save`` (the TUI's saved marker)."""
+        return self.engine.binding.save_state(self.session_id)
+
+    @property
     def model_spec(self) -> str:
         """The ``PROVIDER:MODEL`` string of the model in force."""
         return self.engine.model.spec
@@ -415,17 +421,8 @@ class Host:
         """The session's token estimator (calibrated by the usage providers report)."""
         return self.engine.context.estimator
 
-    def measure_context(self) -> Any:
-        """Estimated size of the next request, by part (a ``RequestBudget``; tokens)."""
-        return self.engine.context.measure()
-
-    def estimate_request_tokens(self) -> int:
-        """Estimated tokens of the next request."""
-        return self.engine.context.measure().total
-
     def context_overview(self) -> dict[str, Any]:
-        """The ``/context`` figures: window, each part of the next request, how close to
-        compaction (tokens)."""
+        """The ``/context`` figures: window, each part of the next request, how close to compaction (tokens)."""
         return self.engine.context.overview()
 
     def request_system_prompt(self) -> str:

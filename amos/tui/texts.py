@@ -2,7 +2,7 @@
 resumed, and the line printed after the app exits.
 
 They read only the host API (``session_id``, ``session_name``, ``session_title``,
-``saves_sessions``, ``session_path``, ``autosave``, ``change_signature``), so they are
+``saves_sessions``, ``save_state``, ``autosave``, ``change_signature``), so they are
 plain functions, easy to test.
 """
 
@@ -64,8 +64,8 @@ def exit_message(runner: Any) -> str:
     """
     if not runner.saves_sessions:
         return f"session {runner.session_id} not saved (--no-save)"
-    path = runner.session_path
-    if path is None or not Path(path).exists():
+    state = runner.save_state
+    if state is None or not state[0]:
         return f"session {runner.session_id} not saved: nothing was sent"
     name = f"session {runner.session_name}" if runner.session_name else "session"
     return f"{name} saved — reopen with: amos --session {runner.session_id}"
@@ -75,15 +75,15 @@ class SaveTracker:
     """Whether the session has changes that are not on disk (the status bar's marker).
 
     Kept simple and honest, from the host API only (``change_signature``,
-    ``autosave``, ``session_path``):
+    ``autosave``, ``save_state``), the same for session files and PostgreSQL:
 
     - with autosave, every run is journalled as it happens and saved when it ends,
-      so the session is ``saved`` once its file exists;
+      so the session is ``saved`` once it is in its store;
     - with ``--no-save`` nothing is ever written: ``unsaved`` once the session differs
       from how it was opened;
     - with autosave off, ``unsaved`` once the session differs from how it was when
-      its file was last written (``/session save``, a task edit, ``/quit``…; a write
-      is noticed by the file's modification time changing).
+      it was last written (``/session save``, a task edit, ``/quit``…; a write is
+      noticed by the host's count of writes changing).
 
     "Differs" compares a cheap signature: the number of messages, the name, the model,
     the model calls, the task-notes revision and the last stop receipt.
@@ -106,20 +106,18 @@ class SaveTracker:
             runner: the ``Host`` in use; a new one (``/session load``) starts
                 from how it was opened.
         """
-        path = runner.session_path
-        try:
-            mtime: int | None = Path(path).stat().st_mtime_ns if path is not None else None
-        except OSError:
-            mtime = None
+        state = runner.save_state
         signature = self.signature(runner)
+        writes = state[1] if state is not None else None
         if runner is not self._runner:
-            self._runner, self._seen, self._saved = runner, mtime, signature
-        if path is None:  # --no-save: never written
+            self._runner, self._seen, self._saved = runner, writes, signature
+        if state is None:  # --no-save: never written
             return "unsaved" if signature != self._saved else None
+        stored, writes = state
         if runner.autosave:
-            return "saved" if mtime is not None else None
-        if mtime != self._seen:  # written since we last looked
-            self._seen, self._saved = mtime, signature
+            return "saved" if stored else None
+        if writes != self._seen:  # written since we last looked
+            self._seen, self._saved = writes, signature
         if signature != self._saved:
             return "unsaved"
-        return "saved" if mtime is not None else None
+        return "saved" if stored else None
