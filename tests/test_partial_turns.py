@@ -155,3 +155,36 @@ def test_every_provider_builder_sends_a_partial_turn_marked_incomplete(why):
 def test_a_partial_turn_with_no_text_is_only_the_note():
     message = Message(role="assistant", kind="turn", parts=(), partial="cancelled")
     assert build_request("s", [message], []).messages[0].text == partial_note("cancelled")
+
+
+def test_a_stream_that_just_ends_without_a_finish_is_a_partial_turn_not_an_answer(ws, tmp_path, monkeypatch):
+    """A server closing its stream cleanly with no ``finish_reason`` and no ``[DONE]``: the
+    text is a cut-off answer — not printed as the answer, kept ``partial``, sent back marked."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    body = sse(chunk({"role": "assistant", "content": ""}), chunk({"content": "The answer is"}),
+               chunk({"content": " forty"})).replace(b"data: [DONE]\n\n", b"")
+    with WireServer() as server:
+        server.replies.append(Reply(200, body, {"content-type": "text/event-stream"}))
+        result = cli("run", "--model", "openai-compatible:tiny", "--base-url", f"{server.url}/v1",
+                     "--workspace", str(ws), "What is the answer?")
+        assert result.exit_code == 1, result.stderr
+        assert "The answer is" not in result.stdout, "a cut-off text is not the answer"
+        assert "the stream ended without a finish reason" in result.stderr
+        sid = _session_id_from(result.stderr)
+        last = _session(sid)["messages"][-1]
+        assert last["role"] == "assistant" and last["partial"] == "error"
+        assert last["parts"] == [{"part_kind": "text", "text": "The answer is forty"}]
+        server.replies.append(Reply(200, sse(chunk({"content": "42"}, finish="stop")),
+                                    {"content-type": "text/event-stream"}))
+        again = cli("run", "--session", sid, "--base-url", f"{server.url}/v1", "--workspace", str(ws), "Go on.")
+    assert again.exit_code == 0, again.stderr
+    assistant = [m for m in server.requests[-1].json["messages"] if m["role"] == "assistant"]
+    assert assistant == [{"role": "assistant", "content": f"The answer is forty\n\n{partial_note('error')}"}]
+
+
+def _session_id_from(stderr: str) -> str:
+    import re
+
+    found = re.search(r"\b(\d{8}-\d{6}-[0-9a-f]{6})\b", stderr)
+    assert found, stderr
+    return found.group(1)

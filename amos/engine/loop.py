@@ -309,9 +309,7 @@ class TurnLoop:
             elif self.doom is not None:
                 self.doom.stream_stopped(run, turn.stopped_by)
             return None
-        if turn.finish is None:
-            run.stop("provider_error", "bad_response", "the model stream ended without a finish reason")
-            return None
+        assert turn.finish is not None and turn.finish.finish_reason != "error"  # else partial (stream_turn)
         message = assistant_message(turn)
         usage = timed((reported_usage(turn.finish) if turn.finish.usage_reported
                        else engine.context.estimated_usage(estimated, message)), turn)  # the provider said nothing
@@ -356,10 +354,6 @@ class TurnLoop:
                 run.emit(Notice(level="warning", text="the reply kept repeating itself until its output limit; "
                                 "\"doom_loop\": true in the config stops such loops while they stream"))
             run.stop("output_limit", "output_truncated", "the model's turn was cut off by its output limit")
-            return True
-        if finish == "error":
-            run.stop("provider_error", "bad_response",
-                     f"the model's turn could not be used: {run.finish_detail or 'the provider reported an error'}")
             return True
         if finish in ("content_filter", "refusal"):
             reason = "content_filtered" if finish == "content_filter" else "refused"

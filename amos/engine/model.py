@@ -171,6 +171,11 @@ async def stream_turn(run: RunState, provider: Provider, request: ModelRequest, 
     finally:
         turn.ended = time.monotonic()
         await _close(events)
+    if turn.partial is None and (turn.finish is None or turn.finish.finish_reason == "error"):
+        # No usable finish (a stream that just ended, a provider's "error" finish): the text
+        # is a cut-off answer, kept partial like one cut by a broken connection (issue 23).
+        said = turn.finish.detail if turn.finish is not None and turn.finish.detail else None
+        turn.error = ProviderError("bad_response", said or "the stream ended without a finish reason")
     if turn.partial is not None:
         turn.calls, turn.finish = [], None  # calls of a cut turn never run
     rest = stream.flush()
