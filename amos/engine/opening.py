@@ -52,7 +52,7 @@ from amos.engine.transcript import Transcript
 from amos.errors import AmosError, ConfigError, UsageError
 from amos.policy.loop_policy import LoopPolicy
 from amos.providers import secret_values
-from amos.redact import strip_url_secrets
+from amos.redact import strip_url_secrets, url_credentials
 from amos.session_store import SessionStore
 from amos.sessions import HostSettings, Session
 
@@ -535,7 +535,8 @@ def open_host(options: RunOptions, *, extra_gates: list[Gate] | None = None) -> 
         provider = factory(choice.model)
         _check_escalation(config, factory)
         servers = _mcp_servers(config, options, opened)
-        secrets = tuple(dict.fromkeys(secret_values(config) + servers.secret_values()))
+        secrets = tuple(dict.fromkeys(secret_values(config) + servers.secret_values()
+                                      + tuple(sorted(url_credentials(choice.base_url)))))
         capture = _evidence_capture(config, session, secrets)
         extra_tools: list = []
         if capture is not None:

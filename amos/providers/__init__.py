@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from amos.errors import ConfigError, UsageError
 from amos.providers.common import ProviderSettings, check_base_url
+from amos.redact import url_credentials
 
 if TYPE_CHECKING:
     from amos.providers.base import Provider
@@ -112,7 +113,7 @@ def create_provider(
         max_retries=getattr(pconf, "max_retries", 2),
         timeout_s=float(getattr(pconf, "timeout_s", 600)),
         max_tokens=getattr(pconf, "max_tokens", None),
-        secrets=secret_values(config),
+        secrets=tuple(sorted(set(secret_values(config)) | url_credentials(base_url))),  # --base-url's too
         tool_choice=getattr(pconf, "tool_choice", None),
         stream=getattr(pconf, "stream", True),
     )
@@ -162,4 +163,8 @@ def secret_values(config: Any) -> tuple[str, ...]:
     from amos.store_pg.connect import secret_values as store_secrets
 
     values.update(store_secrets(config))  # the session store's password (issue 22)
+    if providers_cfg is not None:  # a base URL's password and its Basic-auth form (issue 21)
+        for provider in KNOWN_PROVIDERS:
+            values.update(url_credentials(getattr(getattr(providers_cfg, provider.replace("-", "_"), None),
+                                                  "base_url", None)))
     return tuple(sorted(values))
