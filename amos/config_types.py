@@ -59,11 +59,18 @@ def check_http_url(value: str) -> str:
     The one rule for every base URL, from the config file or ``--base-url`` (issue 23).
 
     Raises:
-        ValueError: any other text ("must be an http:// or https:// URL").
+        ValueError: any other text ("must be an http:// or https:// URL"), or a port that
+            is not a number from 1 to 65535 (``http://127.0.0.1:abc/v1``, ``:99999``).
     """
     parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("must be an http:// or https:// URL")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0 or (port is None and parts.netloc.rsplit("@", 1)[-1].endswith(":")):
+        raise ValueError("must be an http:// or https:// URL with a port from 1 to 65535 (or none)")
     return value
 
 

@@ -133,7 +133,9 @@ def test_a_closed_port_still_says_cannot_reach(tmp_path, amos_home):
     assert code == 1 and "cannot reach" in out["stop"]["detail"]
 
 
-@pytest.mark.parametrize("value", ["not a url", "ftp://host/v1", "localhost:8080", "http://"])
+@pytest.mark.parametrize("value", ["not a url", "ftp://host/v1", "localhost:8080", "http://",
+                                   "http://127.0.0.1:abc/v1", "http://127.0.0.1:99999/v1", "http://127.0.0.1:0/v1",
+                                   "http://127.0.0.1:/v1", "http://:80/v1"])
 def test_a_bad_base_url_flag_is_a_usage_error_at_once(tmp_path, amos_home, value):
     started = time.monotonic()
     result = cli("run", "--model", "openai-compatible:m", "--base-url", value, "--workspace", str(tmp_path), "hi")
@@ -147,6 +149,16 @@ def test_check_base_url_accepts_what_the_config_accepts():
     assert check_base_url("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080/v1"
     with pytest.raises(UsageError, match="must be an http"):
         check_base_url("127.0.0.1:8080")
+    assert check_base_url("http://[::1]:8080/v1") == "http://[::1]:8080/v1"
+    assert check_base_url("https://user:pw@proxy.example/v1") == "https://user:pw@proxy.example/v1"
+
+
+def test_a_bad_port_in_the_config_is_found_by_config_check(tmp_path, amos_home):
+    config = tmp_path / "amos.json"
+    config.write_text(json.dumps({"providers": {"openai-compatible": {"base_url": "http://127.0.0.1:abc/v1"}}}))
+    result = cli("config", "check", "--config", str(config))
+    assert result.exit_code == 2
+    assert "providers.openai-compatible.base_url" in result.stderr and "port from 1 to 65535" in result.stderr
 
 
 def test_lone_surrogate_in_streamed_text_is_saved_as_an_escape(tmp_path, amos_home):

@@ -86,7 +86,7 @@ def check_base_url(value: str, *, source: str = "--base-url") -> str:
         source: where it came from, for the message (``--base-url``).
 
     Raises:
-        UsageError: not an ``http://`` or ``https://`` URL with a host.
+        UsageError: not an ``http://`` or ``https://`` URL with a host and a valid port.
     """
     from amos.config_models import check_http_url
 
@@ -95,7 +95,7 @@ def check_base_url(value: str, *, source: str = "--base-url") -> str:
     except ValueError:
         shown = mask_url(value) if "@" in value or "?" in value else value
         raise UsageError(f"{source} {json.dumps(serialisable(shown))} must be an http:// or https:// URL "
-                         "with a host, e.g. http://127.0.0.1:8080/v1") from None
+                         "with a host (and a port from 1 to 65535, if any), e.g. http://127.0.0.1:8080/v1") from None
 
 
 def decode_arguments(raw: Any) -> tuple[Any, str | None]:
