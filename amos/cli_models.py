@@ -94,8 +94,11 @@ def render_text(data: dict[str, Any]) -> list[str]:
                          "providers.openai-compatible.base_url)")
         elif entry["provider"] == "openai-compatible" and entry["base_url"] and entry["server_models"] is None:
             lines.append("  server: not asked (--offline)")
-        elif entry["server_models"] is not None and not entry["server_models"]:
+        elif entry["server_models"] is not None and not entry["server_models"] and not entry["server_dropped"]:
             lines.append("  server: answered with no models")
+        if entry.get("server_dropped"):
+            lines.append(f"  server: {entry['server_dropped']:,} more ids not shown (past 500, or not a "
+                         "one-line printable name)")
         width = max((len(r["model"]) for r in rows), default=0)
         for row in rows:
             mark = "*" if row["model"] == chosen else " "

@@ -121,3 +121,35 @@ def test_a_server_model_shows_the_window_a_run_would_use(tmp_path):
     assert "window assumed" in row
     row = next(line for line in configured.stdout.splitlines() if "openai-compatible:mystery-model" in line)
     assert "window from the config" in row and "assumed" not in row
+
+
+def test_a_hostile_model_list_cannot_fake_rows_and_is_capped():
+    names = ["good-model", "two\nlines  128,000  $0.01", "esc\x1b[31mred", None, 5, "x" * 300]
+    names += [f"bulk-{n}" for n in range(600)]
+    with WireServer() as server:
+        server.reply(200, {"object": "list", "data": [{"id": n, "object": "model"} for n in names]})
+        server.reply(200, {"object": "list", "data": [{"id": n, "object": "model"} for n in names]})
+        text = _models("--base-url", f"{server.url}/v1")
+        doc = json.loads(_models("--base-url", f"{server.url}/v1", "--json").stdout)
+    assert text.exit_code == 0, text.stderr
+    compatible = _provider(doc, "openai-compatible")
+    listed = [m["model"].removeprefix("openai-compatible:") for m in compatible["server_models"]]
+    assert listed[0] == "good-model" and len(listed) == 500
+    assert all(n.isprintable() for n in listed)
+    assert compatible["server_dropped"] == len(names) - 500
+    lines = text.stdout.splitlines()
+    assert not any(line.startswith("lines") for line in lines), "a newline in an id made a row"
+    assert "\x1b" not in text.stdout and "openai-compatible:None" not in text.stdout
+    assert f"server: {len(names) - 500:,} more ids not shown" in text.stdout
+
+
+def test_an_answer_that_is_not_a_model_list_is_one_plain_line():
+    for body in ("<html>oops</html>", {"object": "list", "data": "nope"}, {"data": None}, "[1, 2]"):
+        with WireServer() as server:
+            server.reply(200, body if not isinstance(body, str) else body.encode(),
+                         headers={"content-type": "application/json"} if isinstance(body, str) else None)
+            result = _models("--base-url", f"{server.url}/v1")
+        assert result.exit_code == 0, (body, result.stderr)
+        line = next(x for x in result.stdout.splitlines() if x.startswith("  server:"))
+        assert line.startswith("  server: the answer to GET /models is not a model list"), (body, line)
+        assert "Error" not in line and "object has no attribute" not in line

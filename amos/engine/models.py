@@ -63,6 +63,8 @@ class ProviderModels:
         server_models: what the server listed (``openai-compatible`` only; None when not
             asked).
         server_error: why the server gave no list (one line), or None.
+        server_dropped: ids the server listed that are not shown (past 500, not a string,
+            or not one printable line).
     """
 
     provider: str
@@ -72,6 +74,7 @@ class ProviderModels:
     models: list[KnownModel] = field(default_factory=list)
     server_models: list[KnownModel] | None = None
     server_error: str | None = None
+    server_dropped: int = 0
 
 
 @dataclass(frozen=True)
@@ -208,7 +211,7 @@ class ModelCatalog:
 
         Never raises for an unreachable server: :attr:`ProviderModels.server_error` says why.
         """
-        from amos.providers import api_key_variables, secret_values
+        from amos.providers import api_key_variables
 
         entries = []
         current_provider = (self._model or "").partition(":")[0]
@@ -220,23 +223,22 @@ class ModelCatalog:
             base_url = getattr(pconf, "base_url", None)
             if self._base_url is not None and (provider == "openai-compatible" or provider == current_provider):
                 base_url = self._base_url
-            server, error = None, None
+            server, error, dropped = None, None, 0
             if provider == "openai-compatible" and ask_server and base_url:
                 from amos.providers.server_models import list_server_models
 
                 api_key = next((os.environ[v].strip() for v in variables if os.environ.get(v, "").strip()), None)
-                answer = list_server_models(base_url, api_key=api_key, timeout_s=timeout_s,
-                                            secrets=secret_values(self._config))
+                answer = list_server_models(base_url, api_key=api_key, timeout_s=timeout_s)
                 server = [_server_row(f"{provider}:{name}", self._config.context.window_tokens)
                           for name in answer.models]
-                error = answer.error
+                error, dropped = answer.error, answer.dropped
             shown_url = None
             if base_url:
                 from amos.redact import mask_url
 
                 shown_url = mask_url(base_url)
             entries.append(ProviderModels(provider, variables, key, shown_url, known_models(provider),
-                                          server, error))
+                                          server, error, dropped))
         window = None
         if self._model:
             configured = self._config.context.window_tokens
