@@ -39,6 +39,27 @@ def test_a_check_that_flips_without_any_change_proves_nothing(tmp_path):
     assert (code, doc["stop"]["verdict"], doc["stop"]["reason"]) == (8, "UNCERTAIN", "check_unstable"), doc["stop"]
 
 
+def test_a_write_of_the_bytes_already_there_is_no_work_for_a_flipping_check(tmp_path):
+    """Break-it finding: writing ``f.txt`` back unchanged made the same flip VERIFIED_COMPLETE."""
+    ws = _ws(tmp_path)
+    (ws / "f.txt").write_text("same\n")
+    check = "sh -c '[ -f .stamp ] || { touch .stamp; exit 1; }'"
+    script = write_script(tmp_path, [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "f.txt", "content": "same\n"}}]},
+        {"text": "Done, all fixed."}], name="noop.json")
+    code, doc = cli_json("run", "--no-save", "--yes", "--script", str(script), "--workspace", str(ws),
+                         "--verify", check, "x")
+    assert (code, doc["stop"]["verdict"], doc["stop"]["reason"]) == (8, "UNCERTAIN", "check_unstable"), doc["stop"]
+    assert doc["files_changed"] == []
+    real = write_script(tmp_path, [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "f.txt", "content": "changed\n"}}]},
+        {"text": "Done, all fixed."}], name="real.json")
+    (ws / ".stamp").unlink()
+    code, doc = cli_json("run", "--no-save", "--yes", "--script", str(real), "--workspace", str(ws),
+                         "--verify", check, "x")
+    assert (code, doc["stop"]["verdict"]) == (0, "VERIFIED_COMPLETE"), doc["stop"]
+
+
 def test_an_unknown_outcome_without_a_check_is_uncertain(tmp_path):
     config = tmp_path / "c.json"
     config.write_text(json.dumps({"tools": {"command_timeout_s": 1}}))

@@ -257,6 +257,16 @@ async def test_write_file_creates_parents_and_reports_bytes(manager: ToolManager
     assert [p.name for p in (ws / "new" / "deep").iterdir()] == ["hello.txt"]
 
 
+async def test_write_file_of_the_same_bytes_writes_nothing_and_says_so(manager: ToolManager, ws: Path) -> None:
+    (ws / "same.txt").write_text("héllo\n")
+    before = (ws / "same.txt").stat().st_mtime_ns
+    outcome = await run(manager, "write_file", path="same.txt", content="héllo\n")
+    assert outcome.status == "succeeded"
+    assert outcome.result == {"path": "same.txt", "bytes_written": 0, "created": False, "unchanged": True}
+    assert outcome.content == "same.txt already held this content; nothing was written"
+    assert (ws / "same.txt").stat().st_mtime_ns == before
+
+
 async def test_write_file_overwrite_keeps_mode(manager: ToolManager, ws: Path) -> None:
     script = ws / "run.sh"
     script.write_text("old\n")

@@ -98,8 +98,9 @@ class OutcomeRecorder:
         rec.tool_calls.append(row)
         rec.observations.append(LoopObservation(tool=call.tool_name, call_id=call.call_id,
                                                 effect=outcome.effect, status=outcome.status))
-        if outcome.status == "succeeded" and outcome.effect in ("write", "unknown"):
-            rec.effect_succeeded = True
+        unchanged = isinstance(outcome.result, dict) and outcome.result.get("unchanged") is True
+        if outcome.status == "succeeded" and outcome.effect in ("write", "unknown") and not unchanged:
+            rec.effect_succeeded = True  # a write that changed nothing is no work (write_file "unchanged")
         for gate in self.gates:
             gate.observed(run, call, outcome)
         run.emit(ToolCallFinished(

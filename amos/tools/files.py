@@ -322,6 +322,10 @@ def _write_file_sync(args: WriteFileArgs, root: Path, hidden: tuple[Path, ...] =
     path = resolve_in_workspace(root, args.path, must_exist=False)
     refuse_hidden(path, hidden, args.path)
     data = args.content.encode("utf-8", errors="replace")
+    if existed and _holds(path, data):
+        # Nothing to write: the call changed nothing, and says so — a no-op write is not
+        # work a completion check may credit (``unchanged`` keeps a flipped check UNCERTAIN).
+        return {"path": shown, "bytes_written": 0, "created": False, "unchanged": True}
     try:
         atomic_write(path, data)
     except OSError as exc:
@@ -329,7 +333,17 @@ def _write_file_sync(args: WriteFileArgs, root: Path, hidden: tuple[Path, ...] =
     return {"path": shown, "bytes_written": len(data), "created": not existed}
 
 
+def _holds(path: Path, data: bytes) -> bool:
+    """True when the regular file at ``path`` already holds exactly ``data`` (bytes)."""
+    try:
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
+
+
 def _render_write(result: dict[str, object]) -> str:
+    if result.get("unchanged"):
+        return f"{result.get('path')} already held this content; nothing was written"
     what = "created" if result.get("created") else "overwrote"
     return f"{what} {result.get('path')} ({result.get('bytes_written')} bytes written)"
 
