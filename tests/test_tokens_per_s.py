@@ -94,11 +94,15 @@ def test_a_paced_script_shows_tokens_per_second_offline(tmp_path):
 
 
 def test_a_bad_delta_delay_is_a_configuration_error_naming_the_turn(tmp_path):
-    script = write_script(tmp_path, [{"text": "hi"}, {"text": "x", "delta_delay_ms": -1}])
-    result = cli("run", "--script", str(script), "--workspace", str(tmp_path), "go")
-    assert result.exit_code == 2
-    assert "turns.1.delta_delay_ms" in result.stderr, result.stderr
-    assert "Traceback" not in result.stderr
+    for bad in (-1, "10", True, 1.5, 60_001):
+        for field in ("delta_delay_ms", "delay_ms"):
+            if field == "delay_ms" and bad == 60_001:
+                continue  # delay_ms goes up to an hour
+            script = write_script(tmp_path, [{"text": "hi"}, {"text": "x", field: bad}])
+            result = cli("run", "--script", str(script), "--workspace", str(tmp_path), "go")
+            assert result.exit_code == 2, (field, bad)
+            assert f"turns.1.{field}" in result.stderr, result.stderr
+            assert "Traceback" not in result.stderr
 
 
 async def test_the_tui_status_bar_shows_the_rate_of_a_paced_script(tmp_path):

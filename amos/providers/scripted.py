@@ -43,7 +43,7 @@ ErrorKind = Literal["rate_limit", "overloaded", "timeout", "auth", "bad_request"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # "10" or true is no number of milliseconds
 
 
 class ScriptToolCall(_Strict):
