@@ -47,6 +47,10 @@ from amos.config_types import (  # noqa: F401 - the value types are re-exported 
 )
 from amos.policy.doom_loop_config import AMOS_DOOM_LOOP_LADDER, AMOS_TEXT_OPTIONS
 
+OutputCap = Annotated[int, Field(ge=1, le=10_000_000)]
+"""An output cap, tokens: no model writes ten million tokens in one call (a typo'd ``1e29``
+would be sent as is)."""
+
 # --------------------------------------------------------------------------- models
 
 
@@ -61,8 +65,8 @@ class ProviderConfig(_Model):
     """Retries the official SDK makes on transient errors."""
     timeout_s: Seconds = 600
     """Per-request timeout, seconds."""
-    max_tokens: PosInt | None = None
-    """Output cap per model call, tokens; null leaves it to the server (issue 23: a base model
+    max_tokens: OutputCap | None = None
+    """Output cap per model call, tokens (1 to 10,000,000); null leaves it to the server (issue 23: a base model
     on a local server ran 4,079 tokens for 467 s with no cap). Sent as ``max_completion_tokens``
     to OpenAI, ``max_tokens`` to compatible servers and Anthropic, ``max_output_tokens`` to Gemini."""
 
@@ -79,8 +83,8 @@ class AnthropicProviderConfig(ProviderConfig):
 
     api_key_env: EnvName | None = "ANTHROPIC_API_KEY"
     """Name of the environment variable holding the Anthropic API key."""
-    max_tokens: PosInt = 8192
-    """Output cap per model call, tokens (Anthropic requires one)."""
+    max_tokens: OutputCap = 8192
+    """Output cap per model call, tokens (1 to 10,000,000; Anthropic requires one)."""
 
 
 class GoogleProviderConfig(ProviderConfig):
