@@ -153,3 +153,10 @@ def test_an_answer_that_is_not_a_model_list_is_one_plain_line():
         line = next(x for x in result.stdout.splitlines() if x.startswith("  server:"))
         assert line.startswith("  server: the answer to GET /models is not a model list"), (body, line)
         assert "Error" not in line and "object has no attribute" not in line
+
+
+def test_the_model_in_force_names_its_window_source_like_the_rows():
+    doc = json.loads(_models("-m", "openai-compatible:tiny-1", "--offline", "--json").stdout)
+    assert doc["current"]["window_tokens"] == 32_000 and doc["current"]["window_source"] == "assumed"
+    doc = json.loads(_models("-m", "openai:gpt-4o", "--offline", "--json").stdout)
+    assert doc["current"]["window_source"] == "table"

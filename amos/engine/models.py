@@ -98,7 +98,8 @@ class ModelsReport:
             price = price_per_million(self.current)
             current = {"model": self.current,
                        "window_tokens": self.current_window[0] if self.current_window else None,
-                       "window_source": self.current_window[1] if self.current_window else None,
+                       "window_source": _WINDOW_SOURCES.get(self.current_window[1], self.current_window[1])
+                       if self.current_window else None,
                        "input_usd_per_mtok": price[0] if price else None,
                        "output_usd_per_mtok": price[1] if price else None}
         return {"current": current, "providers": [asdict(p) for p in self.providers]}
