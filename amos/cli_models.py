@@ -68,6 +68,10 @@ def _wrapped(items: list[str], width: int = 78) -> list[str]:
     return lines + (["    " + line] if line else [])
 
 
+_SOURCE_WORDS = {"table": "amos's table", "config": "context.window_tokens", "assumed": "assumed"}
+"""How the text listing says where the window in force comes from."""
+
+
 def render_text(data: dict[str, Any]) -> list[str]:
     """The lines ``amos models`` prints for a :meth:`ModelsReport.to_dict` document."""
     current = data["current"]
@@ -76,8 +80,9 @@ def render_text(data: dict[str, Any]) -> list[str]:
         lines.append("model in force: none (--model PROVIDER:MODEL, or \"model\" in the config)")
     else:
         price = _price(current)
+        source = _SOURCE_WORDS.get(current["window_source"], current["window_source"])
         lines.append(f"model in force: {current['model']} (window {_window(current['window_tokens'])} tokens, "
-                     f"{current['window_source']}" + (f"; {price} per 1M tokens in / out" if price else "") + ")")
+                     f"{source}" + (f"; {price} per 1M tokens in / out" if price else "") + ")")
     chosen = current["model"] if current else None
     for entry in data["providers"]:
         lines.append("")

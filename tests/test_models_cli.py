@@ -86,7 +86,7 @@ def test_the_model_in_force_comes_first_with_its_window_and_price_and_is_marked(
     result = _models("-m", "openai:gpt-4o-mini", "--offline")
     assert result.exit_code == 0, result.stderr
     first = result.stdout.splitlines()[0]
-    assert first == ("model in force: openai:gpt-4o-mini (window 128,000 tokens, model table; "
+    assert first == ("model in force: openai:gpt-4o-mini (window 128,000 tokens, amos's table; "
                      "$0.15 / $0.60 per 1M tokens in / out)")
     assert any(line.startswith(" *openai:gpt-4o-mini ") for line in result.stdout.splitlines())
     assert "server: not asked (--offline)" in result.stdout
