@@ -92,7 +92,7 @@ class DoomGate(Gate):
     def stream_stopped(self, run: RunState, verdict: DoomLoopVerdict) -> None:
         """A response the stream watch stopped: the notice, the armed ``stop``, the run stopped."""
         self.guard.stream_stopped(verdict)
-        run.emit(Notice(level="warning", text=f"{doom_notice(verdict)} (the response was stopped mid-stream)"))
+        run.emit(Notice(level="warning", text=f"the response was stopped mid-stream: {doom_notice(verdict)}"))
         self.stop_if_armed(run)
 
     def round_declared(self, run: RunState, calls: Sequence[PlannedCall]) -> None:
