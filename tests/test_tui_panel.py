@@ -172,6 +172,9 @@ def test_section_drawings_for_edge_cases():
     assert usage_content(UsageData(tokens_in=12_345, tokens_out=678, calls=3, cost_usd=0.0123)).plain == \
         "USAGE\n12.3k in / 678 out tokens\n3 model calls\ncost: $0.01"
     assert usage_content(UsageData()).plain == "USAGE\n0 in / 0 out tokens\n0 model calls\ncost: none yet"
+    assert usage_content(UsageData(tokens_in=1200, tokens_out=300, calls=1, estimated=True, tokens_per_s=35.2,
+                                   show_cost=False)).plain == \
+        "USAGE\n~1.2k in / ~300 out tokens\n~35 tok/s\n1 model call", "estimates marked as on the status bar"
     assert PanelData().task is None and PanelData().evidence is None
     many = TaskData(revision=3, notes=(), actions=2)
     from amos.tui.widgets.side_panel import task_content

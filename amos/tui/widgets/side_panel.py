@@ -34,7 +34,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Static
 
-from amos.tui.widgets.status_bar import format_tokens
+from amos.tui.widgets.status_bar import format_rate, format_tokens
 from amos.tui.widgets.tool_line import STATUS_GLYPHS
 
 CSS_PATH = Path(__file__).with_suffix(".tcss")
@@ -161,6 +161,9 @@ class UsageData:
         calls: model calls counted.
         cost_usd: the cost in US dollars, None when the price is unknown.
         show_cost: ``ui.show_cost``; False hides the cost line.
+        estimated: some counts are amos's estimate (no usage reported): shown with ``~``
+            as in the status bar.
+        tokens_per_s: output tokens per second, or None when not measured.
     """
 
     tokens_in: int = 0
@@ -169,6 +172,8 @@ class UsageData:
     calls: int = 0
     cost_usd: float | None = None
     show_cost: bool = True
+    estimated: bool = False
+    tokens_per_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -271,6 +276,7 @@ def panel_data(runner: Any) -> PanelData:
         evidence=evidence, evidence_total=len(recent),
         context=context, context_error=context_error,
         usage=UsageData(tokens_in=usage.input_tokens, tokens_out=usage.output_tokens, cached=usage.cached_tokens,
+                        estimated=usage.estimated, tokens_per_s=usage.output_tokens_per_s,
                         calls=usage.model_calls, cost_usd=usage.cost_usd, show_cost=runner.ui.show_cost),
         servers=servers)
 
@@ -430,11 +436,14 @@ def usage_content(usage: UsageData) -> Content:
     Args:
         usage: the session's usage; ``show_cost`` False leaves the cost line out.
     """
+    about = "~" if usage.estimated else ""
     parts: list[str | tuple[str, str] | Content] = [
-        _heading("USAGE"), f"{format_tokens(usage.tokens_in)} in / {format_tokens(usage.tokens_out)} out",
+        _heading("USAGE"), f"{about}{format_tokens(usage.tokens_in)} in / {about}{format_tokens(usage.tokens_out)} out",
         (" tokens", "dim")]
     if usage.cached:
         parts.append((f" ({format_tokens(usage.cached)} cached)", "dim"))
+    if usage.tokens_per_s is not None:
+        parts += ["\n", (f"{about}{format_rate(usage.tokens_per_s)} tok/s", "dim")]
     parts += ["\n", (f"{usage.calls} model call{'s' if usage.calls != 1 else ''}", "dim")]
     if usage.show_cost:
         parts += ["\n", ("cost: ", "dim")]
