@@ -303,7 +303,7 @@ def _run_line(runner: Any, line: str, fmt: str, quiet: bool, ask: bool = False) 
     if outcome.kind == "run" and outcome.expand is not None:  # an MCP prompt: the server renders it
         try:
             outcome.prompt = aio.run(outcome.expand())
-            outcome.events = runner.run(outcome.prompt)
+            outcome.events = runner.run(outcome.prompt, title=line.strip())
         except SlashCommandError as exc:
             outcome = LineOutcome(line=line, kind="error", error=exc)
     if outcome.kind == "run":

@@ -320,3 +320,12 @@ def test_the_tui_without_a_terminal_refuses_and_points_at_print(tmp_path):
         assert out == "", "nothing, and no escape codes, on stdout"
         assert f"the TUI needs a terminal and {which} is not one" in err and 'amos -p "PROMPT"' in err
         assert "Traceback" not in err
+
+
+def test_a_session_begun_by_a_custom_command_is_titled_as_typed(tmp_path):
+    script = write_script(tmp_path, [{"text": "Hello, Ada!"}])
+    code, out = cli_json("run", "--script", str(script), "--workspace", str(tmp_path), "/greet Ada Lovelace")
+    assert code == 0, out
+    listed = json.loads(cli("sessions", "list", "--json").stdout)
+    row = next(s for s in (listed if isinstance(listed, list) else listed["sessions"]) if s["id"] == out["session_id"])
+    assert row["title"] == "/greet Ada Lovelace"

@@ -253,8 +253,9 @@ class Host:
 
     # ------------------------------------------------------------------ runs
 
-    def run(self, prompt: str) -> AsyncIterator[RunEvent]:
-        """Send ``prompt`` and run the loop until it stops.
+    def run(self, prompt: str, *, title: str | None = None) -> AsyncIterator[RunEvent]:
+        """Send ``prompt`` and run the loop until it stops (``title``: the line as typed, for a
+        custom command, when it is the session's first prompt; else the prompt's first line).
 
         Yields:
             ``RunEvent``s; the last is always ``RunFinished`` with the stop receipt.
@@ -266,7 +267,7 @@ class Host:
         prompt = self.engine.masker.clean(prompt)
         run = RunState(record=ExecutionRecord(execution_id=str(uuid.uuid4()), started_at=utc_now()))
         loop = TurnLoop(self.engine, run)
-        return self._driver.drive(loop, lambda: loop.prompt(prompt))
+        return self._driver.drive(loop, lambda: loop.prompt(prompt, self.engine.masker.clean(title or prompt)))
 
     def resume(self, approve: Iterable[str] = (), deny: Mapping[str, str | None] | None = None,
                approve_all: bool = False, *, confirm: bool = False,

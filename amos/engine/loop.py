@@ -193,12 +193,16 @@ class TurnLoop:
 
     # ------------------------------------------------------------------ entry points
 
-    async def prompt(self, text: str) -> None:
-        """A new prompt: drop a stale approval pause, record the prompt, run the turns."""
+    async def prompt(self, text: str, title: str | None = None) -> None:
+        """A new prompt: drop a stale approval pause, record the prompt, run the turns.
+
+        ``title`` names a session that has none yet (its first line, 80 characters at
+        most); default: the prompt."""
         transcript = self.engine.transcript
         self._drop_stale_pending()
-        if transcript.session.title is None and text.strip():
-            transcript.set(title=text.strip().splitlines()[0][:80])
+        title = title if title is not None and title.strip() else text
+        if transcript.session.title is None and title.strip():
+            transcript.set(title=title.strip().splitlines()[0][:80])
         transcript.append(Message.user(text))
         if self.doom is not None:
             self.doom.new_user_turn()

@@ -89,7 +89,7 @@ def run_line(host: Any, line: str, *, start: bool = True) -> LineOutcome:
         return LineOutcome(line=line, kind="error", error=exc)
     if result.action == "prompt" and result.action_arg is not None:
         return LineOutcome(line=line, kind="run", result=result, prompt=result.action_arg,
-                           events=host.run(result.action_arg) if start else None)
+                           events=host.run(result.action_arg, title=line.strip()) if start else None)
     if result.action == "mcp_prompt" and result.action_arg is not None:
         name, rest = result.action_arg, parse_line(line).rest
 

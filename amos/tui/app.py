@@ -512,7 +512,7 @@ class AmosApp(App[int]):
             typed: the custom command line it came from: shown as typed, the prompt folded under it.
         """
         try:
-            events = self.runner.run(prompt)
+            events = self.runner.run(prompt, title=typed)
         except AmosError as exc:
             await self.conversation.add_notice(str(exc), "error")
             return
