@@ -345,12 +345,51 @@ def resume_command(
                                 json_out=json_out, quiet=quiet, output=output))
 
 
+def _wants_json(argv: list[str]) -> str | None:
+    """``json`` or ``stream-json`` when the command line asks for JSON output, else None."""
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg == "--json":
+            return "json"
+        value = arg.partition("=")[2] if arg.startswith("--output-format=") else (
+            argv[i + 1] if arg == "--output-format" and i + 1 < len(argv) else None)
+        if value in ("json", "stream-json"):
+            return value
+    return None
+
+
 def main() -> None:
-    """Console-script entry point; a clean one-line error instead of a traceback."""
+    """Console-script entry point; a clean one-line error instead of a traceback.
+
+    A usage error click finds itself (an unknown option, a bad value) is the usual usage
+    text on stderr, exit 2 — and, when the line asked for ``--json`` or
+    ``--output-format json|stream-json``, also the error ``result`` object on stdout, so a
+    script parsing stdout always gets one (issue 21, "One JSON object shape").
+    """
     try:
-        app()
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        typer.echo("Aborted!", err=True)
+        sys.exit(1)
+    except typer.TyperException as exc:  # click's errors (typer vendors click: only this base is public)
+        exit_code = int(getattr(exc, "exit_code", 1))
+        if exit_code == 2 and _wants_json(sys.argv[1:]):
+            from amos.cli_output import error_document, write_line
+
+            doc = error_document(exc, exit_code=2)
+            format_message = getattr(exc, "format_message", None)
+            doc["error"] = {"code": "USAGE_ERROR", "message": format_message() if format_message else str(exc)}
+            write_line(sys.stdout, doc)
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        else:
+            typer.echo(f"amos: {exc}", err=True)
+        sys.exit(exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -141,6 +141,11 @@ def models_command(
         data = catalog.report(ask_server=not offline).to_dict()
     except AmosError as exc:
         typer.echo(printable(f"amos: {exc}"), err=True)
+        if json_out:  # a script parsing stdout still gets one object
+            code = getattr(exc, "code", None)
+            code = str(code).upper() if isinstance(code, str) and code else "USAGE_ERROR" if exc.exit_code == 2 \
+                else "ERROR"
+            typer.echo(json.dumps({"ok": False, "error": {"code": code, "message": str(exc)}}, ensure_ascii=False))
         raise typer.Exit(exc.exit_code) from None
     if json_out:
         typer.echo(json.dumps(data, ensure_ascii=False))

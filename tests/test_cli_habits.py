@@ -329,3 +329,25 @@ def test_a_session_begun_by_a_custom_command_is_titled_as_typed(tmp_path):
     listed = json.loads(cli("sessions", "list", "--json").stdout)
     row = next(s for s in (listed if isinstance(listed, list) else listed["sessions"]) if s["id"] == out["session_id"])
     assert row["title"] == "/greet Ada Lovelace"
+
+
+def test_a_usage_error_click_finds_still_gives_json_when_json_was_asked_for(tmp_path):
+    """Through the real entry point (``main``): click's own usage errors (an unknown
+    option, a bad value) print the error result on stdout under --json / stream-json."""
+    import subprocess
+    import sys
+
+    for args in (["run", "--json", "--max-steps", "0", "hi"], ["run", "--output-format", "stream-json", "--bogus", "hi"],
+                 ["-p", "--output-format=json", "--bogus", "hi"], ["models", "--json", "--base-url", "not a url"]):
+        proc = subprocess.run([sys.executable, "-m", "amos.cli", *args], capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL, cwd=tmp_path)
+        assert proc.returncode == 2, (args, proc.stderr)
+        lines = proc.stdout.splitlines()
+        assert len(lines) == 1, (args, proc.stdout)
+        doc = json.loads(lines[0])
+        assert doc["ok"] is False and doc["error"]["code"] == "USAGE_ERROR", doc
+        assert "Traceback" not in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "amos.cli", "run", "--bogus", "hi"], capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL, cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, ""), "no JSON unless asked for"
+    assert "No such option: --bogus" in proc.stderr
