@@ -90,6 +90,10 @@ def test_slash_evidence_read_takes_a_prefix_and_refuses_an_ambiguous_one(recorde
                          f"/context evidence read {_common_prefix(ids)}")
     assert code == 2 and doc["error"]["code"] == "BAD_ARGUMENTS"
     assert all(i in doc["error"]["message"] for i in ids)
+    for typed, expected in (("zzzz", 2), (ids[0][:3], 2), ("ffff", 1)):  # as `amos evidence read` exits
+        code, doc = cli_json("run", "--session", "latest", "--config", str(cfg), "--workspace", str(ws),
+                             f"/context evidence read {typed}")
+        assert code == expected, (typed, doc)
 
 
 def test_short_ids_are_the_shortest_unique_prefixes(recorded):

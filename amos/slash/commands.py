@@ -298,7 +298,7 @@ def _context_evidence(runner: Any, rest: str, line: str) -> SlashResult:
     except SlashCommandError:
         raise
     except AmosError as exc:
-        if getattr(exc, "code", None) == "ambiguous":  # an id prefix: bad arguments (exit 2), candidates named
+        if getattr(exc, "code", None) == "ambiguous" or exc.exit_code == 2:  # bad arguments, as `amos evidence read`
             raise SlashCommandError(str(exc), usage=EVIDENCE_USAGE) from None
         return _failed(line, f"EVIDENCE_{str(getattr(exc, 'code', 'error')).upper()}", str(exc))
     more = (f"\n… more: /context evidence read {tokens[1]} {chunk.next_offset} (of {chunk.total_chars} characters)"
