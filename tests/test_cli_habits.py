@@ -236,6 +236,11 @@ def test_task_note_short_form_adds_a_constraint_and_shows_only_that_note(tmp_pat
     assert code == 0 and [n["id"] for n in doc["result"]["changed"]] == ["n2"]
     text = cli("run", "--session", sid, "--config", str(cfg), "/context task note third")
     assert "keep the API stable" not in text.stdout and "n3 [constraint, active] third" in text.stdout
+    for line, says in (('/context task add 3 constraint k1 ""', "text is missing"),
+                       ("/context task note a\x01b", "control characters"),
+                       ('/context task correct 3 n1 n9 ""', "corrected text is missing")):
+        bad = cli("run", "--session", sid, "--config", str(cfg), line)
+        assert bad.exit_code == 2 and says in bad.stderr and "String should match" not in bad.stderr, (line, bad.stderr)
 
 
 def test_demo_copies_live_under_the_data_folder_and_old_ones_are_pruned(amos_home):

@@ -51,10 +51,7 @@ def plan(sub: str, rest: str) -> Callable[[Any], Any]:
     if usage is None:
         raise SlashCommandError(f"unknown /context task command {sub!r}", usage=USAGE)
     if sub == "note":
-        text = _unquoted(rest)
-        if not text:
-            raise SlashCommandError("the note's text is missing, e.g. /context task note keep the API stable",
-                                    usage=usage)
+        text = _note_text(rest, usage, "the note's text is missing, e.g. /context task note keep the API stable")
 
         def note(t: Any) -> Any:  # the short form: current revision, a constraint, a fresh id
             number = 1 + len(t.notes)
@@ -69,11 +66,13 @@ def plan(sub: str, rest: str) -> Callable[[Any], Any]:
         except SlashCommandError as exc:
             raise SlashCommandError(f"{exc}; to note a constraint at the current revision: "
                                     "/context task note TEXT…", usage=usage) from None
+        text = _note_text(text, usage, "the note's text is missing (TEXT after the id)")
         r = _revision(rev, usage)
         return lambda t: t.update_host({"notes": [{"id": note_id, "category": category, "text": text,
                                                    "source": _source("add")}]}, r)
     if sub == "correct":
         (rev, old, new), text = _fixed(rest, 3, usage, text=True)
+        text = _note_text(text, usage, "the corrected text is missing (TEXT after NEW_ID)")
         r = _revision(rev, usage)
 
         def correct(t: Any) -> Any:
@@ -108,6 +107,23 @@ def plan(sub: str, rest: str) -> Callable[[Any], Any]:
     if sub == "resolve-prune":
         return lambda t: t.update_host({"resolve": ids, "prune": {"note_ids": ids}}, r)
     return lambda t: t.prune_resolved([], ids, r)  # prune-action
+
+
+def _note_text(raw: str, usage: str, missing: str) -> str:
+    """A note's TEXT as typed: one pair of outer quotes dropped; empty, or holding control
+    characters other than tab and newline, is refused (the notebook would refuse it too,
+    naming a regular expression instead of the problem).
+
+    Raises:
+        SlashCommandError: ``missing`` for an empty text; the control-character refusal.
+    """
+    text = _unquoted(raw)
+    if not text:
+        raise SlashCommandError(missing, usage=usage)
+    if any((ord(c) < 0x20 and c not in "\t\n") or ord(c) == 0x7F for c in text):
+        raise SlashCommandError("the note's text holds control characters; only tab and newline are "
+                                "accepted besides printable text", usage=usage)
+    return text
 
 
 def _unquoted(text: str) -> str:
