@@ -27,7 +27,9 @@ AMX extra buffers off, or loading a model fails: pass ``--no-amx`` (builds with
 The first build takes about 25 minutes on 2 cores.
 
 Usage: python benchmarks/real_local_model.py [--cache DIR] [--no-amx] [--runs N]
-       [--llama-server PATH [--chat-template-file FILE]]   (also llama.cpp's llama-server --jinja)
+       [--llama-server PATH [--chat-template-file FILE] [--only-llama-server]]
+       (also llama.cpp's llama-server --jinja; its tool round-trip uses the recorded settings:
+       tests/data/providers/llamacpp/llama-server/chatml-tools-smollm2.jinja, streamed, greedy)
 """
 
 from __future__ import annotations
@@ -180,9 +182,18 @@ RUNS = {
     "loop": ({"max_tokens": 256}, LOOP_OVERRIDE, "Tell me about the build log.", ()),
 }
 
+LLAMA_SERVER_RUNS = {
+    **RUNS,
+    # What the recorded round-trip used (tests/data/providers/llamacpp/README.md, ls_roundtrip_1):
+    # streamed, no tool_choice, greedy, the fixtures' chatml-tools-smollm2.jinja template.
+    "tools": ({"max_tokens": 128}, {"temperature": 0}, "What is the secret word in the file a.txt?",
+              ("--max-steps", "4", "--sandbox", "danger-full-access")),
+}
 
-def run_amos(name: str, proxy: TimingProxy, model: str, workspace: Path, home: Path) -> dict:
-    settings, override, prompt, extra = RUNS[name]
+
+def run_amos(name: str, proxy: TimingProxy, model: str, workspace: Path, home: Path,
+             runs: dict | None = None) -> dict:
+    settings, override, prompt, extra = (runs or RUNS)[name]
     config = workspace.parent / f"{name}.json"
     config.write_text(json.dumps({"providers": {"openai-compatible": settings},
                                   **({"doom_loop": True} if name == "loop" else {})}))
@@ -209,7 +220,7 @@ def run_amos(name: str, proxy: TimingProxy, model: str, workspace: Path, home: P
             "other": wall - server_s - first}
 
 
-def bench(label: str, upstream_port: int, model: str, runs: int) -> None:
+def bench(label: str, upstream_port: int, model: str, runs: int, cases: dict | None = None) -> None:
     proxy = TimingProxy(upstream_port)
     root = Path(tempfile.mkdtemp(prefix="amos-local-"))
     workspace = root / "ws"
@@ -218,8 +229,8 @@ def bench(label: str, upstream_port: int, model: str, runs: int) -> None:
     print(f"\n{label}")
     print(f"{'run':<6} {'verdict':<28} {'calls':>5} {'tokens':>6} {'tok/s':>6} {'amos tok/s':>10} {'wall s':>7} "
           f"{'server s':>8} {'amos start s':>12} {'amos other s':>12}")
-    for name in RUNS:
-        results = [run_amos(name, proxy, model, workspace, root / "home") for _ in range(runs)]
+    for name in (cases or RUNS):
+        results = [run_amos(name, proxy, model, workspace, root / "home", cases) for _ in range(runs)]
         med = {k: statistics.median(r[k] for r in results) for k in ("tokens", "tok_s", "amos_tok_s", "wall",
                                                                        "server_s", "start", "other", "calls")}
         print(f"{name:<6} {results[-1]['verdict']:<28} {med['calls']:>5.0f} {med['tokens']:>6.0f} "
@@ -238,24 +249,33 @@ def main() -> None:
                         help="also run against this llama.cpp llama-server binary (--jinja)")
     parser.add_argument("--chat-template-file", type=Path, default=None,
                         help="llama-server's --chat-template-file (SmolLM2's own template has no tools)")
+    parser.add_argument("--only-llama-server", action="store_true",
+                        help="skip llama-cpp-python (no 25-minute build) and run only --llama-server")
     args = parser.parse_args()
+    if args.only_llama_server and not args.llama_server:
+        parser.error("--only-llama-server needs --llama-server PATH")
     args.cache.mkdir(parents=True, exist_ok=True)
-    python = ensure_server(args.cache, args.no_amx)
     gguf = ensure_model(args.cache)
-    servers = [("llama-cpp-python 0.3.x, --chat_format chatml-function-calling, SmolLM2-135M-Instruct Q4_1",
-                [str(python), "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "smollm2",
-                 "--n_ctx", "4096", "--chat_format", "chatml-function-calling", "--host", "127.0.0.1", "--port"])]
+    servers = []
+    if not args.only_llama_server:
+        python = ensure_server(args.cache, args.no_amx)
+        servers.append(("llama-cpp-python 0.3.x, --chat_format chatml-function-calling, SmolLM2-135M-Instruct Q4_1",
+                        [str(python), "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "smollm2",
+                         "--n_ctx", "4096", "--chat_format", "chatml-function-calling", "--host", "127.0.0.1",
+                         "--port"], RUNS))
     if args.llama_server:
-        servers.append(("llama.cpp llama-server --jinja, SmolLM2-135M-Instruct Q4_1",
+        template = args.chat_template_file
+        servers.append(("llama.cpp llama-server --jinja, SmolLM2-135M-Instruct Q4_1"
+                        + (f", --chat-template-file {template.name}" if template else ""),
                         [str(args.llama_server), "-m", str(gguf), "--alias", "smollm2", "--jinja", "-c", "4096",
-                         *(["--chat-template-file", str(args.chat_template_file)] if args.chat_template_file else []),
-                         "--host", "127.0.0.1", "--port"]))
-    for label, argv in servers:
+                         "-t", "2", *(["--chat-template-file", str(template)] if template else []),
+                         "--host", "127.0.0.1", "--port"], LLAMA_SERVER_RUNS))
+    for label, argv, cases in servers:
         port = free_port()
         proc = subprocess.Popen([*argv, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_ready(port, proc)
-            bench(label, port, "smollm2", args.runs)
+            bench(label, port, "smollm2", args.runs, cases)
         finally:
             proc.terminate()
             proc.wait(timeout=30)

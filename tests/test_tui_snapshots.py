@@ -169,9 +169,9 @@ def _hold_after(runner, deltas: int):
 
     run = runner.run
 
-    async def held(prompt):
+    async def held(prompt, **options):
         step, seen = 0, 0
-        async for event in run(prompt):
+        async for event in run(prompt, **options):
             yield event
             if event.event_kind == "step_started":
                 step = event.step
