@@ -360,6 +360,15 @@ def _out() -> TextIO:
     return _REAL_STDOUT[-1] if _REAL_STDOUT else sys.stdout
 
 
+def _named_session(kwargs: dict) -> str | None:
+    """The session a resume was given, when it looks like a session id (else None: a name or
+    ``latest`` is not an id, and the result's ``session_id`` is always one)."""
+    import re
+
+    given = kwargs.get("session_id")
+    return given if isinstance(given, str) and re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", given) else None
+
+
 def _guarded(fn, *args, **kwargs) -> int:
     """Run a command body; a domain error becomes one line (and, with --json, one JSON object).
 
@@ -375,8 +384,8 @@ def _guarded(fn, *args, **kwargs) -> int:
         return fn(*args, **kwargs)
     except AmosError as exc:
         print(printable(f"amos: {exc}"), file=sys.stderr)
-        if json_out:
-            write_line(_out(), error_document(exc, exit_code=exc.exit_code))
+        if json_out:  # a resume names its session even when it cannot go on
+            write_line(_out(), error_document(exc, exit_code=exc.exit_code, session_id=_named_session(kwargs)))
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

@@ -356,3 +356,12 @@ def test_a_usage_error_click_finds_still_gives_json_when_json_was_asked_for(tmp_
                           timeout=60, stdin=subprocess.DEVNULL, cwd=tmp_path)
     assert (proc.returncode, proc.stdout) == (2, ""), "no JSON unless asked for"
     assert "No such option: --bogus" in proc.stderr
+
+
+def test_a_resume_that_cannot_go_on_names_its_session_in_the_json(tmp_path):
+    script = write_script(tmp_path, [{"text": "done"}])
+    code, out = cli_json("run", "--script", str(script), "--workspace", str(tmp_path), "hi")
+    assert code == 0
+    code, doc = cli_json("resume", out["session_id"], "--approve", "nosuch")
+    assert code == 2 and doc["error"]["code"] == "NOT_WAITING"
+    assert doc["session_id"] == out["session_id"]
