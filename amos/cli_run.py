@@ -251,8 +251,13 @@ async def _consume(runner: Any, events: Any, renderer: Renderer,
     finished = None
     try:
         async for event in events:
-            renderer.event(event)
-            if isinstance(event, ApprovalRequested) and asker is not None:
+            if not received or received[0] != CLOSED_STDOUT:
+                try:
+                    renderer.event(event)
+                except BrokenPipeError:  # the reader went away (`| head -1`): stop, save, exit 141
+                    received[:] = [CLOSED_STDOUT]
+                    runner.cancel(CLOSED_STDOUT)
+            if isinstance(event, ApprovalRequested) and asker is not None and received[:1] != [CLOSED_STDOUT]:
                 await asker.ask(event)
             if isinstance(event, RunFinished):
                 finished = event
@@ -262,8 +267,14 @@ async def _consume(runner: Any, events: Any, renderer: Renderer,
     return finished, (received[0] if received else None)
 
 
+CLOSED_STDOUT = "a closed stdout"
+"""Why a run stops when its stdout's reader went away (the receipt: "stopped by a closed stdout")."""
+
+
 def _exit_for(finished: RunFinished, signal_name: str | None) -> int:
     receipt = finished.receipt
+    if signal_name == CLOSED_STDOUT:
+        return 141  # 128 + SIGPIPE, as a shell pipeline reports a writer whose reader left
     if receipt.cause == "user_abort" and signal_name == "SIGINT":
         return 130
     if receipt.cause == "user_abort" and signal_name == "SIGTERM":
@@ -290,9 +301,24 @@ def _render_run(runner: Any, events: Any, fmt: str, quiet: bool, ask: bool = Fal
         print("amos: the run ended without a stop receipt", file=sys.stderr)
         return 8
     code = _exit_for(finished, sig)
+    if sig == CLOSED_STDOUT:
+        _quiet_stdout()
+        print(f"amos: stdout was closed, so the run stopped ({finished.receipt.verdict}); session "
+              f"{runner.session_id}", file=sys.stderr)
+        return code
     renderer.finish(finished, runner.session_id, sig, runner.held_calls(), runner.pending_claim(),
                     exit_code=code, model=runner.model_spec)
     return code
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's exit flush does not fail on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, _out().fileno())  # the real stdout (under --json sys.stdout is stderr)
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _run_line(runner: Any, line: str, fmt: str, quiet: bool, ask: bool = False) -> int:

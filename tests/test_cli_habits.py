@@ -365,3 +365,25 @@ def test_a_resume_that_cannot_go_on_names_its_session_in_the_json(tmp_path):
     code, doc = cli_json("resume", out["session_id"], "--approve", "nosuch")
     assert code == 2 and doc["error"]["code"] == "NOT_WAITING"
     assert doc["session_id"] == out["session_id"]
+
+
+def test_a_reader_that_goes_away_stops_the_run_which_is_saved_and_exits_141(tmp_path):
+    """``amos run --output-format stream-json … | head -1``: the run stops at the closed
+    pipe, the receipt says why, the session is saved, the exit code is 128 + SIGPIPE."""
+    import subprocess
+    import sys
+
+    script = write_script(tmp_path, [{"text": " ".join(f"w{n}" for n in range(300)), "delta_delay_ms": 10}])
+    proc = subprocess.Popen([sys.executable, "-m", "amos.cli", "run", "--script", str(script), "--workspace",
+                             str(tmp_path), "--output-format", "stream-json", "go"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    assert json.loads(first)["type"] == "run_started"
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141, err
+    assert "stdout was closed" in err and "Traceback" not in err
+    sid = re.search(r"session (\d{8}-\d{6}-[0-9a-f]{6})", err).group(1)
+    shown = json.loads(cli("sessions", "show", sid, "--json").stdout)
+    assert shown["last_stop"]["detail"] == "the run was stopped by a closed stdout"
