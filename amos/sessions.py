@@ -73,6 +73,8 @@ class ExecutionRecord(_Model):
         observations: tool executions as diagnostics show them.
         denied: argument fingerprint → reason of calls a person denied (never asked twice).
         effect_succeeded: a write/unknown-effect call succeeded.
+        work_done: such a call did work a completion check may credit: not a write that
+            changed nothing, not a command that exited non-zero (``check_unstable``).
         completion: last completion verdict (an earlier false one is kept when a
             later bound stops the run).
         recovery_attempts: loop-policy feedback turns given so far.
@@ -97,6 +99,7 @@ class ExecutionRecord(_Model):
     observations: list[LoopObservation] = Field(default_factory=list)
     denied: dict[str, str] = Field(default_factory=dict)
     effect_succeeded: bool = False
+    work_done: bool = False
     completion: CompletionResult | None = None
     recovery_attempts: int = 0
     progress_changed: bool = False

@@ -51,6 +51,14 @@ def test_a_write_of_the_bytes_already_there_is_no_work_for_a_flipping_check(tmp_
                          "--verify", check, "x")
     assert (code, doc["stop"]["verdict"], doc["stop"]["reason"]) == (8, "UNCERTAIN", "check_unstable"), doc["stop"]
     assert doc["files_changed"] == []
+    for command in ("nosuchcmd_xyz", "exit 3"):  # a command that failed did no work either
+        (ws / ".stamp").unlink()
+        failing = write_script(tmp_path, [
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": command}}]},
+            {"text": "Done, all fixed."}], name="failing.json")
+        code, doc = cli_json("run", "--no-save", "--yes", "--sandbox", "danger-full-access", "--script",
+                             str(failing), "--workspace", str(ws), "--verify", check, "x")
+        assert (code, doc["stop"]["reason"]) == (8, "check_unstable"), (command, doc["stop"])
     real = write_script(tmp_path, [
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "f.txt", "content": "changed\n"}}]},
         {"text": "Done, all fixed."}], name="real.json")

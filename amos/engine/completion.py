@@ -363,10 +363,11 @@ class Completion:
         return True
 
     def _unchanged_since_failing(self, rec, spec: CompletionSpec | None) -> bool:
-        """True when the baseline failed and, since, no write/command succeeded and the
-        workspace's files are the same (so a passing check now proves nothing)."""
+        """True when the baseline failed and, since, no call did work (a write that changed
+        a byte, a command that exited 0) and the workspace's files are the same (so a
+        passing check now proves nothing)."""
         digest = rec.baseline_digest or {}
-        if rec.baseline != "failed" or rec.effect_succeeded or "sha256" not in digest:
+        if rec.baseline != "failed" or rec.work_done or "sha256" not in digest:
             return False
         if spec is None or spec.python or spec.require_tools:  # those look at the run, not the files
             return False

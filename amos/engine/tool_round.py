@@ -98,9 +98,9 @@ class OutcomeRecorder:
         rec.tool_calls.append(row)
         rec.observations.append(LoopObservation(tool=call.tool_name, call_id=call.call_id,
                                                 effect=outcome.effect, status=outcome.status))
-        unchanged = isinstance(outcome.result, dict) and outcome.result.get("unchanged") is True
-        if outcome.status == "succeeded" and outcome.effect in ("write", "unknown") and not unchanged:
-            rec.effect_succeeded = True  # a write that changed nothing is no work (write_file "unchanged")
+        if outcome.status == "succeeded" and outcome.effect in ("write", "unknown"):
+            rec.effect_succeeded = True
+            rec.work_done = rec.work_done or _did_work(outcome.result)
         for gate in self.gates:
             gate.observed(run, call, outcome)
         run.emit(ToolCallFinished(
@@ -269,3 +269,16 @@ class ToolRound:
             status: OutcomeStatus = "cancelled" if interrupted else "not_started"
             completion = "unknown" if was_running and planned.effect != "read" else None
             self.recorder.refuse(run, planned, status, text, completion)
+
+
+def _did_work(result: object) -> bool:
+    """Whether a succeeded write/unknown-effect call counts as work for the completion check:
+    not a write that changed nothing (``write_file``'s ``unchanged``), not a command that
+    exited non-zero (``nosuchcmd``: 127) — README "What verified has to earn"."""
+    if not isinstance(result, dict):
+        return True
+    if result.get("unchanged") is True:
+        return False
+    code = result.get("exit_code", 0)
+    return code == 0 or not isinstance(code, int)
+
