@@ -238,7 +238,10 @@ def test_task_note_short_form_adds_a_constraint_and_shows_only_that_note(tmp_pat
     assert "keep the API stable" not in text.stdout and "n3 [constraint, active] third" in text.stdout
     for line, says in (('/context task add 3 constraint k1 ""', "text is missing"),
                        ("/context task note a\x01b", "control characters"),
-                       ('/context task correct 3 n1 n9 ""', "corrected text is missing")):
+                       ('/context task correct 3 n1 n9 ""', "corrected text is missing"),
+                       ("/context task note csi\u009b31mRED", "control characters"),
+                       ('/context task add 3 constraint "" text', "is not a note id"),
+                       ("/context task add 3 bogus k9 text", "CATEGORY must be one of")):
         bad = cli("run", "--session", sid, "--config", str(cfg), line)
         assert bad.exit_code == 2 and says in bad.stderr and "String should match" not in bad.stderr, (line, bad.stderr)
 

@@ -8,6 +8,8 @@ Model text never reaches this module — only a person's typed line does.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -67,12 +69,15 @@ def plan(sub: str, rest: str) -> Callable[[Any], Any]:
             raise SlashCommandError(f"{exc}; to note a constraint at the current revision: "
                                     "/context task note TEXT…", usage=usage) from None
         text = _note_text(text, usage, "the note's text is missing (TEXT after the id)")
+        _check_category(category, usage)
+        _check_id(note_id, "ID", usage)
         r = _revision(rev, usage)
         return lambda t: t.update_host({"notes": [{"id": note_id, "category": category, "text": text,
                                                    "source": _source("add")}]}, r)
     if sub == "correct":
         (rev, old, new), text = _fixed(rest, 3, usage, text=True)
         text = _note_text(text, usage, "the corrected text is missing (TEXT after NEW_ID)")
+        _check_id(new, "NEW_ID", usage)
         r = _revision(rev, usage)
 
         def correct(t: Any) -> Any:
@@ -109,6 +114,23 @@ def plan(sub: str, rest: str) -> Callable[[Any], Any]:
     return lambda t: t.prune_resolved([], ids, r)  # prune-action
 
 
+def _check_category(category: str, usage: str) -> None:
+    """Refuse a CATEGORY the notebook does not have, naming the accepted ones (exit 2)."""
+    from amos.tasks.model import CATEGORIES
+
+    if category not in CATEGORIES:
+        raise SlashCommandError(f"CATEGORY must be one of {', '.join(CATEGORIES)}, not {category!r}", usage=usage)
+
+
+def _check_id(value: str, name: str, usage: str) -> None:
+    """Refuse a note id the notebook would refuse (exit 2, in words instead of its pattern)."""
+    from amos.tasks.model import MAX_ID_CHARS
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:@/+-]*", value) or len(value) > MAX_ID_CHARS:
+        raise SlashCommandError(f"{name} {value!r} is not a note id: 1-{MAX_ID_CHARS} characters, a letter or digit "
+                                "first, then letters, digits or ._:@/+-", usage=usage)
+
+
 def _note_text(raw: str, usage: str, missing: str) -> str:
     """A note's TEXT as typed: one pair of outer quotes dropped; empty, or holding control
     characters other than tab and newline, is refused (the notebook would refuse it too,
@@ -120,7 +142,7 @@ def _note_text(raw: str, usage: str, missing: str) -> str:
     text = _unquoted(raw)
     if not text:
         raise SlashCommandError(missing, usage=usage)
-    if any((ord(c) < 0x20 and c not in "\t\n") or ord(c) == 0x7F for c in text):
+    if any(unicodedata.category(c) == "Cc" and c not in "\t\n" for c in text):  # C0, DEL and C1
         raise SlashCommandError("the note's text holds control characters; only tab and newline are "
                                 "accepted besides printable text", usage=usage)
     return text
