@@ -179,3 +179,29 @@ def test_openai_401_fails_cleanly(monkeypatch, workspace, amos_home):
     assert "Traceback" not in stdout + stderr
     assert len(server.requests) == 1
     assert_key_nowhere(amos_home, stdout, stderr)
+
+
+def test_a_tool_name_streamed_in_pieces_and_calls_sharing_index_0(monkeypatch, workspace, amos_home):
+    """A server that streams a call's name in pieces (no ``type`` on the later ones), and an
+    Ollama-style turn whose first call has no arguments: each call keeps its own name."""
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    pieces = sse(
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "read"}}]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"name": "_file"}}]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"path": "a.txt"}'}}]}),
+        chunk({}, "tool_calls"))
+    shared = sse(
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"tool_calls": [{"index": 0, "type": "function", "function": {"name": "list_dir", "arguments": ""}}]}),
+        chunk({"tool_calls": [{"index": 0, "type": "function",
+                               "function": {"name": "read_file", "arguments": '{"path":"a.txt"}'}}]}),
+        chunk({}, "stop"))
+    for body, expected in ((pieces, [("read_file", "succeeded")]),
+                           (shared, [("list_dir", "succeeded"), ("read_file", "succeeded")])):
+        with WireServer() as server:
+            server.reply(200, body, sse=True)
+            server.reply(200, text_turn("done."), sse=True)
+            code, out, _, _ = run("openai:gpt-4o-mini", server, workspace)
+        assert code == 0, out
+        assert [(c["tool"], c["status"]) for c in out["tool_calls"]] == expected

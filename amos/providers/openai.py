@@ -338,8 +338,13 @@ class ChatStreamAssembler:
         buf = self._by_index.get(index)
         fn = tc.function
         name = fn.name if fn is not None else None
+        fresh_name = bool(name and buf is not None and buf.name and name != buf.name)
         if buf is None or (call_id and buf.id and call_id != buf.id) or (
-                not call_id and name and buf.name and buf.complete_json()):
+                not call_id and name and buf.name and buf.complete_json()) or (
+                not call_id and fresh_name and getattr(tc, "type", None) is not None):
+            # a new call: a new id, a whole call again at the same index (Ollama), or a
+            # differently named call announced as one ("type": "function") after a call
+            # with no arguments yet
             buf = _CallBuffer(call_id)
             self.calls.append(buf)
             self._by_index[index] = buf
@@ -348,6 +353,8 @@ class ChatStreamAssembler:
         if fn is not None:
             if name and not buf.name:
                 buf.name = name
+            elif name and name != buf.name and not buf.parts and buf.whole is None:
+                buf.name += name  # the name streamed in pieces ("read", "_file"), each without a "type"
             args = fn.arguments
             if isinstance(args, str):
                 if args:
