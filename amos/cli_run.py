@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -297,6 +298,7 @@ def _render_run(runner: Any, events: Any, fmt: str, quiet: bool, ask: bool = Fal
     asker = TerminalAsker(runner, sys.stderr) if ask else None
     renderer.asking = ask
     finished, sig = aio.run(_consume(runner, events, renderer, asker))
+    _hold_signals()  # the verdict is in: a late Ctrl+C must not turn its exit code into 130
     if finished is None:
         print("amos: the run ended without a stop receipt", file=sys.stderr)
         return 8
@@ -418,6 +420,33 @@ def _guarded(fn, *args, **kwargs) -> int:
     finally:
         if json_out:
             sys.stdout = _REAL_STDOUT.pop()
+        _release_signals()
+
+
+_HELD: list[tuple[int, object]] = []
+"""Handlers :func:`_hold_signals` replaced, restored by :func:`_release_signals`."""
+
+
+def _hold_signals() -> None:
+    """Ignore SIGINT and SIGTERM while a finished run writes its result and closes (the
+    session saved, its lock released): the exit code then always matches the result."""
+    if threading.current_thread() is not threading.main_thread() or _HELD:
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            _HELD.append((sig, signal.signal(sig, signal.SIG_IGN)))
+        except (OSError, ValueError):
+            pass
+
+
+def _release_signals() -> None:
+    """Put back what :func:`_hold_signals` replaced."""
+    while _HELD:
+        sig, handler = _HELD.pop()
+        try:
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        except (OSError, ValueError, TypeError):
+            pass
 
 
 def _format(value: str | None, json_out: bool) -> str | None:

@@ -390,3 +390,30 @@ def test_a_reader_that_goes_away_stops_the_run_which_is_saved_and_exits_141(tmp_
     sid = re.search(r"session (\d{8}-\d{6}-[0-9a-f]{6})", err).group(1)
     shown = json.loads(cli("sessions", "show", sid, "--json").stdout)
     assert shown["last_stop"]["detail"] == "the run was stopped by a closed stdout"
+
+
+def test_a_ctrl_c_after_the_result_is_written_does_not_change_the_exit_code(tmp_path):
+    """Break-it finding: SIGINT landing after the verdict (while the session closes) made
+    the process exit 130 under a result that said 8."""
+    import signal
+    import subprocess
+    import sys
+
+    script = write_script(tmp_path, [{"text": "done"}])
+    proc = subprocess.Popen([sys.executable, "-m", "amos.cli", "run", "--script", str(script), "--workspace",
+                             str(tmp_path), "--verify", "sh -c 'exit 126'", "--output-format", "stream-json", "go"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    result = None
+    for line in proc.stdout:
+        event = json.loads(line)
+        if event["type"] == "result":
+            result = event
+            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signal.SIGINT)
+    proc.stdout.close()
+    code = proc.wait(timeout=60)
+    assert result is not None and result["exit_code"] == code, (result and result["exit_code"], code)
+    from amos.cli_run import _HELD
+
+    assert not _HELD and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
