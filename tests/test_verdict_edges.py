@@ -213,3 +213,21 @@ def test_a_run_that_rewrites_the_check_script_is_never_verified(tmp_path):
     code, doc = cli_json("run", "--script", str(_writes_out(tmp_path)), "--workspace", str(ws), "--no-save",
                          "--yes", "--verify", "sh check.sh", "do")
     assert (code, doc["stop"]["verdict"]) == (0, "VERIFIED_COMPLETE"), doc["stop"]
+
+
+def test_a_check_script_behind_a_nested_shell_is_pinned_and_a_data_file_is_not(tmp_path):
+    """Second-round break-it findings: ``bash -c 'sh check.sh'`` let a rewritten script
+    verify; ``grep -q z a.txt`` refused a run that was asked to change a.txt."""
+    for check in ("bash -c 'sh check.sh'", "sh c*.sh"):
+        ws = tmp_path / f"ws{len(check)}"
+        ws.mkdir()
+        (ws / "check.sh").write_text("#!/bin/sh\nexit 1\n")
+        code, doc = cli_json("run", "--script", str(_writes_out(tmp_path, "check.sh", "#!/bin/sh\nexit 0\n")),
+                             "--workspace", str(ws), "--no-save", "--yes", "--verify", check, "do")
+        assert (code, doc["stop"]["reason"]) == (8, "check_tampered"), (check, doc["stop"])
+    ws = tmp_path / "data"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    code, doc = cli_json("run", "--script", str(_writes_out(tmp_path, "a.txt", "a\nz\n")), "--workspace", str(ws),
+                         "--no-save", "--yes", "--verify", "grep -q z a.txt", "do")
+    assert (code, doc["stop"]["verdict"]) == (0, "VERIFIED_COMPLETE"), doc["stop"]
