@@ -97,7 +97,8 @@ class RunEnd:
         path = self._save(run)
         run.emit(RunFinished(receipt=receipt, loop=loop, output_text=rec.output_text, usage=rec.usage,
                              tool_calls=self._in_call_order(rec.tool_calls), session_path=path,
-                             files_changed=run.files_changed))
+                             files_changed=[{**row, "path": run.mask(row["path"])} if isinstance(row.get("path"), str)
+                                            else row for row in run.files_changed]))  # a secret in a file name
 
     def _save(self, run: RunState) -> str | None:
         if not self.autosave:

@@ -592,7 +592,8 @@ class Host:
     @property
     def snapshots(self) -> SnapshotControl:
         """Workspace snapshots: ``/undo``, ``/rewind``, ``/diff`` (issue 20)."""
-        return SnapshotControl(self.engine.snapshots, self.engine.binding, self.engine.transcript, self._driver)
+        return SnapshotControl(self.engine.snapshots, self.engine.binding, self.engine.transcript, self._driver,
+                               mask=self.engine.masker.clean)
 
     @property
     def mcp(self) -> McpControl:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from amos.engine.file_history import (
@@ -191,14 +191,17 @@ class SnapshotControl:
             ``Host.restore_checkpoint`` does).
         transcript: the session (rebound to the restored one after a conversation restore).
         driver: the host's run driver (these count as the active task while they work).
+        mask: masks the session's secrets in what ``/diff`` shows (a key the agent wrote
+            into a file or a file name; the snapshot itself keeps the exact bytes).
     """
 
     def __init__(self, gate: SnapshotGate | None, binding: SessionBinding, transcript: Transcript,
-                 driver: RunDriver):
+                 driver: RunDriver, *, mask: Callable[[str], str] | None = None):
         self._gate = gate
         self._binding = binding
         self._transcript = transcript
         self._driver = driver
+        self._mask = mask or (lambda text: text)
 
     @property
     def _session_id(self) -> str:
@@ -316,7 +319,10 @@ class SnapshotControl:
             repo, why = self._repo()
             history = self._gate.history if self._gate is not None else FileHistory()
             infos = self._binding.checkpoints(self._session_id) if checkpoint is not None else []
-            return diff_session(repo, why, history, infos, checkpoint, stat=stat, color=color)
+            report = diff_session(repo, why, history, infos, checkpoint, stat=stat, color=color)
+            files = [{**row, "path": self._mask(row["path"])} if isinstance(row.get("path"), str) else row
+                     for row in report.files]
+            return replace(report, text=self._mask(report.text), files=files)
 
         self._driver.ensure_idle()
         if self._gate is None:
