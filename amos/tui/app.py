@@ -516,17 +516,18 @@ class AmosApp(App[int]):
         except AmosError as exc:
             await self.conversation.add_notice(str(exc), "error")
             return
-        if typed is not None:
-            await self.conversation.add_prompt(typed, expansion=masked_text(self.runner, prompt))
+        if typed is not None:  # what was typed is shown masked too: a pasted key never stays on screen
+            await self.conversation.add_prompt(masked_text(self.runner, typed),
+                                               expansion=masked_text(self.runner, prompt))
         else:
-            await self.conversation.add_prompt(prompt)
+            await self.conversation.add_prompt(masked_text(self.runner, prompt))
         self._start(events)
 
     async def _show_command(self, outcome: LineOutcome) -> None:
         """Show what a slash command did, and do what it asks of the app."""
         conv = self.conversation
         line = outcome.line
-        await conv.add_prompt(line)
+        await conv.add_prompt(masked_text(self.runner, line))
         if outcome.kind == "error":
             exc = outcome.error
             usage = exc.usage if isinstance(exc, SlashCommandError) else None
