@@ -42,7 +42,7 @@ _READ_BLOCK = 1 << 16
 
 def _corrupt(path: Path, why: str) -> EvidenceError:
     return EvidenceError("corrupt", f"evidence index {path} is damaged ({why}); "
-                                    "FileEvidenceStore.rebuild_index() recreates it")
+                                    "`amos evidence rebuild` recreates it from the records")
 
 
 class IndexSnapshot:

@@ -112,7 +112,10 @@ class FileEvidenceStore(StoreCore):
         except OSError as exc:
             raise EvidenceError("io", f"cannot read {self.root / 'scope.json'}: {exc}") from None
         if found != self._scope_bytes():
-            raise EvidenceError("scope", f"{self.root} holds another evidence scope")
+            raise EvidenceError("scope", f"{self.root} holds another evidence scope ({self.root / 'scope.json'} "
+                                         "differs from evidence.scope in the config: another owner's records, or "
+                                         "a damaged file; set evidence.directory to a folder of its own, or put "
+                                         "the config's scope back)")
         self._scope_checked = True
         return True
 
