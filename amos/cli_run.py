@@ -507,6 +507,8 @@ def cli_resume(*, session_id: str, approve: list[str], deny: list[str], reason: 
 def _cli_resume(*, session_id: str, approve: list[str], deny: list[str], reason: str | None, approve_all: bool,
                 confirm: bool, reject: str | None, flags: RunFlags, fmt: str, quiet: bool) -> int:
     setup_logging(flags.verbose)
+    if not session_id.strip():  # "" would open a new session and report on that one
+        raise UsageError("amos resume needs a session id, name or 'latest' (`amos sessions list` shows them)")
     both = set(approve) & set(deny)
     if both:
         raise UsageError(f"call {sorted(both)[0]!r} is both approved and denied")

@@ -368,6 +368,8 @@ def test_a_resume_that_cannot_go_on_names_its_session_in_the_json(tmp_path):
     code, doc = cli_json("resume", out["session_id"], "--approve", "nosuch")
     assert code == 2 and doc["error"]["code"] == "NOT_WAITING"
     assert doc["session_id"] == out["session_id"]
+    code, doc = cli_json("resume", "", "--approve", "x")
+    assert code == 2 and "needs a session id" in doc["error"]["message"], doc
 
 
 def test_a_reader_that_goes_away_stops_the_run_which_is_saved_and_exits_141(tmp_path):
