@@ -455,6 +455,8 @@ def _format(value: str | None, json_out: bool) -> str | None:
         return output_format(value, json_out)
     except UsageError as exc:
         print(f"amos: {exc}", file=sys.stderr)
+        if json_out or value in ("json", "stream-json"):  # JSON was asked for: one error object on stdout
+            write_line(sys.stdout, error_document(exc, exit_code=2))
         return None
 
 

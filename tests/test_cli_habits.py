@@ -126,6 +126,10 @@ def test_output_format_is_checked(tmp_path):
     assert result.exit_code == 2 and "stream-json" in result.stderr and "Traceback" not in result.stderr
     both = cli("run", "--demo", "--json", "--output-format", "stream-json")
     assert both.exit_code == 2 and both.stderr.count("\n") == 1
+    assert json.loads(both.stdout)["error"]["code"] == "USAGE_ERROR", "--json was given: one error object"
+    unknown = cli("run", "--demo", "--json", "--output-format", "xml")
+    assert unknown.exit_code == 2 and json.loads(unknown.stdout)["ok"] is False
+    assert result.stdout == "", "no JSON asked for, none printed"
 
 
 def test_print_flag_runs_one_shot_with_options_before_it(tmp_path):
