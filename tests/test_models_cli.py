@@ -124,7 +124,8 @@ def test_a_server_model_shows_the_window_a_run_would_use(tmp_path):
 
 
 def test_a_hostile_model_list_cannot_fake_rows_and_is_capped():
-    names = ["good-model", "two\nlines  128,000  $0.01", "esc\x1b[31mred", None, 5, "x" * 300]
+    names = ["good-model", "two\nlines  128,000  $0.01", "esc\x1b[31mred", None, 5, "x" * 300,
+             "fake  128,000  $1.00 / $2.00", " lead", "good-model"]
     names += [f"bulk-{n}" for n in range(600)]
     with WireServer() as server:
         server.reply(200, {"object": "list", "data": [{"id": n, "object": "model"} for n in names]})

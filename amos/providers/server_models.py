@@ -75,10 +75,12 @@ def list_server_models(base_url: str, *, api_key: str | None = None, timeout_s: 
         return ServerModels(shown, error=f"HTTP {exc.status_code} from GET /models")
     except Exception:  # noqa: BLE001 - a listing says what went wrong and goes on
         return ServerModels(shown, error="the answer to GET /models is not a model list")
-    kept = [i for i in ids if _usable_id(i)]
+    kept = list(dict.fromkeys(i for i in ids if _usable_id(i)))  # a repeated id once
     return ServerModels(shown, kept[:MAX_MODELS], dropped=len(ids) - len(kept[:MAX_MODELS]))
 
 
 def _usable_id(value: object) -> bool:
-    """A model id worth listing: a non-empty string on one line, no control characters."""
-    return (isinstance(value, str) and 0 < len(value) <= MAX_ID_CHARS and value.isprintable())
+    """A model id worth listing: a non-empty printable string with no whitespace (spaces
+    could fake the listing's columns; no server we know names a model with one)."""
+    return (isinstance(value, str) and 0 < len(value) <= MAX_ID_CHARS and value.isprintable()
+            and not any(c.isspace() for c in value))

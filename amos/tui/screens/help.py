@@ -35,6 +35,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("F1", "this help"),
     ("F2", "show or hide the side panel: task notes, loop, evidence, context, usage"),
     ("Ctrl+P", "command palette: change the theme (\"theme\"), keys, screenshot…"),
+    ("Ctrl+A / E / U / K / W", "in the prompt: start / end of line, delete to its start / to its end, "
+                              "delete the word before the cursor"),
     ("y / s / n / Esc", "in an approval: approve once / approve this call for the session / deny with a "
                         "reason / deny"),
 )
