@@ -30,6 +30,13 @@ def test_a_check_the_shell_cannot_parse_is_uncertain(tmp_path):
         code, doc = cli_json("run", "--no-save", "--script", str(_done(tmp_path)), "--workspace",
                              str(_ws(tmp_path)), "--verify", check, "x")
         assert (code, doc["stop"]["verdict"], doc["stop"]["cause"]) == (8, "UNCERTAIN", "checker_error"), check
+        assert doc["usage"]["model_calls"] == 0, "no work can make the line itself parse: stopped before the model"
+    for check in (";", "a | | cat"):  # the same through a script the model could still fix runs on
+        ws = _ws(tmp_path)
+        (ws / "check.sh").write_text(check + "\n")
+        code, doc = cli_json("run", "--no-save", "--script", str(_done(tmp_path)), "--workspace", str(ws),
+                             "--verify", "sh check.sh", "x")
+        assert code == 8 and doc["usage"]["model_calls"] == 1, (check, doc["stop"])
 
 
 def test_a_check_that_flips_without_any_change_proves_nothing(tmp_path):

@@ -212,6 +212,11 @@ class Completion:
                          f"the completion check cannot run: {missing!r} is not a command on PATH ({exc}); fix the "
                          "check (--verify, /verify or loop_policy.completion.command) — no model call was made")
                 return
+            if await asyncio.to_thread(self._unparsable, plan):  # no work can make the line itself parse
+                run.stop("checker_error", "checker_error",
+                         f"the completion check cannot run: the shell cannot parse the command itself ({exc}); fix "
+                         "the check (--verify, /verify or loop_policy.completion.command) — no model call was made")
+                return
             run.emit(Notice(level="warning",
                             text=f"completion baseline: the check cannot run yet ({exc}); the run goes on"))
             return
@@ -238,6 +243,20 @@ class Completion:
 
         pins = (rec.baseline_digest or {}).get("check_files")
         return changed_files(pins, self.workspace) if isinstance(pins, dict) and pins else []
+
+    def _unparsable(self, plan: CheckPlan) -> bool:
+        """True when ``sh -n`` rejects the check's command line itself (``;``, ``if true; then``),
+        as opposed to a script it runs, which the model may still fix."""
+        import subprocess
+
+        command = plan.spec.command if plan.spec is not None else None
+        if not command:
+            return False
+        try:
+            return subprocess.run(["sh", "-n", "-c", command], capture_output=True, timeout=5,
+                                  stdin=subprocess.DEVNULL).returncode != 0
+        except (OSError, subprocess.SubprocessError):
+            return False
 
     def _missing_program(self, plan: CheckPlan) -> str | None:
         """The check command's program when it is a bare name that is neither on PATH, a
