@@ -367,6 +367,9 @@ def main() -> None:
     ``--output-format json|stream-json``, also the error ``result`` object on stdout, so a
     script parsing stdout always gets one (issue 21, "One JSON object shape").
     """
+    from amos import cli_run
+
+    cli_run.HOLD_UNTIL_EXIT.append(True)  # a late Ctrl+C never changes the exit code of a finished run
     try:
         code = app(standalone_mode=False)
     except typer.Abort:

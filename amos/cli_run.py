@@ -439,8 +439,17 @@ def _hold_signals() -> None:
             pass
 
 
+HOLD_UNTIL_EXIT: list[bool] = []
+"""Set by the console entry point (``amos.cli.main``): held signals stay held until the
+process exits, so a Ctrl+C between the result and the exit cannot change the exit code.
+In-process callers (tests, embedders) get their handlers back."""
+
+
 def _release_signals() -> None:
-    """Put back what :func:`_hold_signals` replaced."""
+    """Put back what :func:`_hold_signals` replaced (not in the real ``amos`` process:
+    :data:`HOLD_UNTIL_EXIT`)."""
+    if HOLD_UNTIL_EXIT:
+        return
     while _HELD:
         sig, handler = _HELD.pop()
         try:

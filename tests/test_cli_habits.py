@@ -404,6 +404,7 @@ def test_a_ctrl_c_after_the_result_is_written_does_not_change_the_exit_code(tmp_
     import signal
     import subprocess
     import sys
+    import time
 
     script = write_script(tmp_path, [{"text": "done"}])
     proc = subprocess.Popen([sys.executable, "-m", "amos.cli", "run", "--script", str(script), "--workspace",
@@ -416,7 +417,10 @@ def test_a_ctrl_c_after_the_result_is_written_does_not_change_the_exit_code(tmp_
         if event["type"] == "result":
             result = event
             proc.send_signal(signal.SIGINT)
+            time.sleep(0.04)  # the round-3 tester's window: 20-80 ms after the result line
             proc.send_signal(signal.SIGINT)
+            time.sleep(0.04)
+            proc.send_signal(signal.SIGTERM)
     proc.stdout.close()
     code = proc.wait(timeout=60)
     assert result is not None and result["exit_code"] == code, (result and result["exit_code"], code)
