@@ -203,5 +203,9 @@ async def test_a_key_typed_into_the_prompt_is_masked_on_screen(tmp_path, monkeyp
             await pilot.pause(0.3)
             text = shown_text(app)
             assert "my key is" in text and key not in text
+            await pilot.press("up")
+            await pilot.press("up")
+            await pilot.pause()
+            assert "my key is" in app.prompt_input.value and key not in app.prompt_input.value, "history masked"
     finally:
         runner.close()
