@@ -413,7 +413,8 @@ def _guarded(fn, *args, **kwargs) -> int:
     except AmosError as exc:
         print(printable(f"amos: {exc}"), file=sys.stderr)
         if json_out:  # a resume names its session even when it cannot go on
-            write_line(_out(), error_document(exc, exit_code=exc.exit_code, session_id=_named_session(kwargs)))
+            write_line(_out(), error_document(exc, exit_code=exc.exit_code,
+                                              session_id=getattr(exc, "session_id", None) or _named_session(kwargs)))
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
@@ -530,8 +531,12 @@ def _cli_resume(*, session_id: str, approve: list[str], deny: list[str], reason:
     try:
         for warning in opened.warnings:
             print(printable(f"amos: warning: {warning}"), file=sys.stderr)
-        events = runner.resume(approve=approve, deny={c: reason for c in deny}, approve_all=approve_all or flags.yes,
-                               confirm=confirm, reject=reject)
+        try:
+            events = runner.resume(approve=approve, deny={c: reason for c in deny},
+                                   approve_all=approve_all or flags.yes, confirm=confirm, reject=reject)
+        except AmosError as exc:
+            exc.session_id = runner.session_id  # type: ignore[attr-defined]  # the JSON names the resolved session
+            raise
         return _render_run(runner, events, fmt, quiet, ask, resumed=True)
     finally:
         runner.close()

@@ -372,6 +372,9 @@ def test_a_resume_that_cannot_go_on_names_its_session_in_the_json(tmp_path):
     code, doc = cli_json("resume", out["session_id"], "--approve", "nosuch")
     assert code == 2 and doc["error"]["code"] == "NOT_WAITING"
     assert doc["session_id"] == out["session_id"]
+    for given in ("latest", out["session_id"][:17]):  # a name or a unique prefix: the id it resolved to
+        code, doc = cli_json("resume", given, "--approve", "nosuch")
+        assert code == 2 and doc["session_id"] == out["session_id"], (given, doc)
     code, doc = cli_json("resume", "", "--approve", "x")
     assert code == 2 and "needs a session id" in doc["error"]["message"], doc
 
