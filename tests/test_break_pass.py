@@ -90,7 +90,8 @@ def test_verify_refuses_a_secret_and_malformed_lines_without_storing_them(tmp_pa
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     ws = _ws(tmp_path)
     script = _done(tmp_path)
-    for line in (f"/verify test x = {KEY}", "/verify off extra", '/verify "unterminated'):
+    for line in (f"/verify test x = {KEY}", "/verify off extra", '/verify "unterminated', "/verify ;",
+                 "/verify if true; then"):
         result = cli("run", "--workspace", str(ws), "--script", str(script), line)
         assert result.exit_code == 2 and "Traceback" not in result.output, (line, result.output)
         assert KEY not in result.output

@@ -177,6 +177,9 @@ class Completion:
             command = self.masker.clean(command).strip()
             if not command:
                 raise UsageError("/verify needs a command that exits 0 when the work is done, 'human', or 'off'")
+            if command != HUMAN_VERIFY and shell_cannot_parse(command):
+                raise UsageError(f"the shell cannot parse the check {command!r}; give a command line that exits 0 "
+                                 "when the work is done")
         completion = self.config_completion
         configured = completion.command if completion is not None else None
         settings.human = command == HUMAN_VERIFY
@@ -247,16 +250,8 @@ class Completion:
     def _unparsable(self, plan: CheckPlan) -> bool:
         """True when ``sh -n`` rejects the check's command line itself (``;``, ``if true; then``),
         as opposed to a script it runs, which the model may still fix."""
-        import subprocess
-
         command = plan.spec.command if plan.spec is not None else None
-        if not command:
-            return False
-        try:
-            return subprocess.run(["sh", "-n", "-c", command], capture_output=True, timeout=5,
-                                  stdin=subprocess.DEVNULL).returncode != 0
-        except (OSError, subprocess.SubprocessError):
-            return False
+        return bool(command) and shell_cannot_parse(command or "")
 
     def _missing_program(self, plan: CheckPlan) -> str | None:
         """The check command's program when it is a bare name that is neither on PATH, a
@@ -549,3 +544,16 @@ def local_person() -> str:
     from amos.evidence.model import local_user_name
 
     return os.environ.get("AMOS_USER") or local_user_name()
+
+
+def shell_cannot_parse(command: str) -> bool:
+    """True when ``sh -n -c COMMAND`` rejects the command line (seconds: at most 5; a shell
+    that cannot be started counts as parsing, so a check is never refused for that)."""
+    import subprocess
+
+    try:
+        return subprocess.run(["sh", "-n", "-c", command], capture_output=True, timeout=5,
+                              stdin=subprocess.DEVNULL).returncode != 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
