@@ -24,8 +24,8 @@ restore can itself be undone. These functions run git (through
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from amos.errors import SnapshotError
@@ -134,6 +134,16 @@ class FileDiffReport:
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` shape."""
         return {"since": self.since, "files": self.files, "stat": self.stat, "diff": self.text}
+
+    def masked(self, mask: Callable[[str], str]) -> FileDiffReport:
+        """This report with ``mask`` applied to the diff and the file names: a key the agent
+        wrote into a file or a file name is never shown (the snapshot keeps the bytes)."""
+        return replace(self, text=mask(self.text), files=masked_rows(self.files, mask))
+
+
+def masked_rows(rows: Sequence[dict[str, str]], mask: Callable[[str], str]) -> list[dict[str, str]]:
+    """``{"path", …}`` rows (``files_changed``, a diff's files) with ``mask`` applied to each path."""
+    return [{**row, "path": mask(row["path"])} if isinstance(row.get("path"), str) else row for row in rows]
 
 
 # ---------------------------------------------------------------------------- reading the history

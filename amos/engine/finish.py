@@ -17,6 +17,7 @@ from typing import Any
 from amos.approvals import pending_infos
 from amos.engine.binding import SessionBinding
 from amos.engine.doom import DoomGate
+from amos.engine.file_history import masked_rows
 from amos.engine.gates import Gate
 from amos.engine.settings import RunSettings
 from amos.engine.state import RunState
@@ -97,8 +98,7 @@ class RunEnd:
         path = self._save(run)
         run.emit(RunFinished(receipt=receipt, loop=loop, output_text=rec.output_text, usage=rec.usage,
                              tool_calls=self._in_call_order(rec.tool_calls), session_path=path,
-                             files_changed=[{**row, "path": run.mask(row["path"])} if isinstance(row.get("path"), str)
-                                            else row for row in run.files_changed]))  # a secret in a file name
+                             files_changed=masked_rows(run.files_changed, run.mask)))  # a key in a file name
 
     def _save(self, run: RunState) -> str | None:
         if not self.autosave:

@@ -256,21 +256,12 @@ class Library:
         session, warnings = self.store.open(resolved)
         repo, why = self._snapshot_repo(session)
         infos = self.store.checkpoints_of(resolved).list() if checkpoint is not None else []
-        report = diff_session(repo, why, session.file_history, infos, checkpoint, stat=stat, color=color)
-        return resolved, self._masked_report(report), warnings
-
-    def _masked_report(self, report: Any) -> Any:
-        """A diff report with the configured secrets masked in its text and file names: a
-        file the agent wrote a key into is shown, never the key (the snapshot keeps the bytes)."""
-        from dataclasses import replace
-
         from amos.providers import secret_values
         from amos.providers.common import scrub
 
         secrets = secret_values(self.config)
-        files = [{**row, "path": scrub(row["path"], secrets)} if isinstance(row.get("path"), str) else row
-                 for row in report.files]
-        return replace(report, text=scrub(report.text, secrets), files=files)
+        report = diff_session(repo, why, session.file_history, infos, checkpoint, stat=stat, color=color)
+        return resolved, report.masked(lambda text: scrub(text, secrets)), warnings  # a key in a file: never shown
 
     def repair(self, id_or_name: str) -> tuple[str, Any]:
         """Rebuild an unreadable session from its newest good checkpoint plus its journal.

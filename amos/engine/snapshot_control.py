@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from amos.engine.file_history import (
@@ -319,10 +319,7 @@ class SnapshotControl:
             repo, why = self._repo()
             history = self._gate.history if self._gate is not None else FileHistory()
             infos = self._binding.checkpoints(self._session_id) if checkpoint is not None else []
-            report = diff_session(repo, why, history, infos, checkpoint, stat=stat, color=color)
-            files = [{**row, "path": self._mask(row["path"])} if isinstance(row.get("path"), str) else row
-                     for row in report.files]
-            return replace(report, text=self._mask(report.text), files=files)
+            return diff_session(repo, why, history, infos, checkpoint, stat=stat, color=color).masked(self._mask)
 
         self._driver.ensure_idle()
         if self._gate is None:
