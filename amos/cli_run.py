@@ -250,22 +250,23 @@ async def _consume(runner: Any, events: Any, renderer: Renderer,
         except (NotImplementedError, RuntimeError):
             pass
     finished = None
+    closed = False
     try:
         async for event in events:
-            if not received or received[0] != CLOSED_STDOUT:
+            if not closed:
                 try:
                     renderer.event(event)
                 except BrokenPipeError:  # the reader went away (`| head -1`): stop, save, exit 141
-                    received[:] = [CLOSED_STDOUT]
+                    closed = True
                     runner.cancel(CLOSED_STDOUT)
-            if isinstance(event, ApprovalRequested) and asker is not None and received[:1] != [CLOSED_STDOUT]:
+            if isinstance(event, ApprovalRequested) and asker is not None and not closed:
                 await asker.ask(event)
             if isinstance(event, RunFinished):
                 finished = event
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
-    return finished, (received[0] if received else None)
+    return finished, CLOSED_STDOUT if closed else (received[0] if received else None)
 
 
 CLOSED_STDOUT = "a closed stdout"
@@ -389,12 +390,12 @@ def _out() -> TextIO:
 
 
 def _named_session(kwargs: dict) -> str | None:
-    """The session a resume was given, when it looks like a session id (else None: a name or
+    """The session a resume was given, when it is a session id (else None: a name or
     ``latest`` is not an id, and the result's ``session_id`` is always one)."""
-    import re
+    from amos.engine import is_session_id
 
     given = kwargs.get("session_id")
-    return given if isinstance(given, str) and re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", given) else None
+    return given if isinstance(given, str) and is_session_id(given) else None
 
 
 def _guarded(fn, *args, **kwargs) -> int:

@@ -32,6 +32,11 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9 ._-]{0,62}[A-Za-z0-9._-])?$")
 _GENERATED_ID_RE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
 
 
+def is_session_id(text: str) -> bool:
+    """True when ``text`` has the form of a session id amos generates (``20261202-142230-ad5547``)."""
+    return bool(_GENERATED_ID_RE.match(text))
+
+
 def utc_now() -> str:
     """Current time as ISO-8601 UTC with milliseconds."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")

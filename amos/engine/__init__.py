@@ -51,6 +51,7 @@ _EXPORTS = {
     "FilesRestored": "amos.engine.file_history",
     "FileDiffReport": "amos.engine.file_history",
     "SessionSummary": "amos.sessions",
+    "is_session_id": "amos.sessions",
 }
 
 

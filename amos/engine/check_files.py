@@ -155,8 +155,8 @@ def _simple(words: list[str], stdin: list[str], piped: list[str], scan: _Scan, d
     shell = bool(SHELLS.fullmatch(name))
     if not shell and not INTERPRETERS.fullmatch(name):
         return
-    values = _OPTION_VALUES["shell" if shell else "python" if name.startswith(("python", "pypy")) else name] \
-        if (shell or name.startswith(("python", "pypy")) or name in _OPTION_VALUES) else set()
+    values = _OPTION_VALUES.get("shell" if shell else "python" if name.startswith(("python", "pypy")) else name,
+                                set())
     j = 0
     while j < len(args):
         arg = args[j]

@@ -267,7 +267,8 @@ class Host:
         prompt = self.engine.masker.clean(prompt)
         run = RunState(record=ExecutionRecord(execution_id=str(uuid.uuid4()), started_at=utc_now()))
         loop = TurnLoop(self.engine, run)
-        return self._driver.drive(loop, lambda: loop.prompt(prompt, self.engine.masker.clean(title or prompt)))
+        title = self.engine.masker.clean(title) if title else None
+        return self._driver.drive(loop, lambda: loop.prompt(prompt, title))
 
     def resume(self, approve: Iterable[str] = (), deny: Mapping[str, str | None] | None = None,
                approve_all: bool = False, *, confirm: bool = False,

@@ -124,9 +124,9 @@ def _check_category(category: str, usage: str) -> None:
 
 def _check_id(value: str, name: str, usage: str) -> None:
     """Refuse a note id the notebook would refuse (exit 2, in words instead of its pattern)."""
-    from amos.tasks.model import MAX_ID_CHARS
+    from amos.tasks.model import ID_CHARS, MAX_ID_CHARS
 
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:@/+-]*", value) or len(value) > MAX_ID_CHARS:
+    if not re.fullmatch(ID_CHARS, value) or len(value) > MAX_ID_CHARS:
         raise SlashCommandError(f"{name} {value!r} is not a note id: 1-{MAX_ID_CHARS} characters, a letter or digit "
                                 "first, then letters, digits or ._:@/+-", usage=usage)
 

@@ -77,9 +77,12 @@ Completion = Literal["complete", "unknown"]
 Effect = Literal["read", "write", "unknown"]
 
 # IDs are single tokens so slash commands can name them; no whitespace or controls.
+ID_CHARS = r"[A-Za-z0-9][A-Za-z0-9._:@/+-]*"
+"""What a note or action id may be, as a regular expression for ``re.fullmatch`` (its
+length is :data:`MAX_ID_CHARS` at most)."""
 Id = Annotated[
     str,
-    StringConstraints(min_length=1, max_length=MAX_ID_CHARS, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]*$"),
+    StringConstraints(min_length=1, max_length=MAX_ID_CHARS, pattern=rf"^{ID_CHARS}$"),
 ]
 """1–128 characters: a letter or digit, then letters, digits and ``._:@/+-``."""
 Label = Annotated[

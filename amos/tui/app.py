@@ -500,8 +500,7 @@ class AmosApp(App[int]):
         await self._show_command(outcome)
 
     def _take_line(self, line: str) -> None:
-        shown = masked_text(self.runner, line)  # Up must not bring a pasted key back onto the screen
-        self.prompt_input.remember(line if shown == line else shown)
+        self.prompt_input.remember(masked_text(self.runner, line))  # Up never brings a pasted key back
         self.prompt_input.value = ""
         self.show_notice_line("")
 
