@@ -55,6 +55,16 @@ def stop(out: dict[str, Any]) -> tuple[str, str, str]:
     return out["stop"]["verdict"], out["stop"]["cause"], out["stop"]["reason"]
 
 
+def stream_once(settings: ProviderSettings, history: list[Message]) -> list:
+    """One real model call through the provider adapter; its events (raises its ProviderError)."""
+    provider = build_provider(settings)
+
+    async def call() -> list:
+        return [e async for e in provider.stream(ModelRequest(system="s", messages=history))]
+
+    return asyncio.run(call())
+
+
 def without_system(body: dict[str, Any]) -> dict[str, Any]:
     """A request body minus the system prompt (it names the workspace path) and call ids."""
     data = json.loads(json.dumps(body))
@@ -100,14 +110,8 @@ def test_null_content_gets_the_recorded_500_with_the_field_named(workspace):
     with LlamaCppPythonReplay() as server:
         settings = ProviderSettings(provider_name="openai", model="smollm2", api_key="x", max_retries=0,
                                     base_url=f"{server.url}/v1", stream=False, tool_choice="auto")
-        provider = build_provider(settings)
-
-        async def call() -> None:
-            async for _ in provider.stream(ModelRequest(system="s", messages=history)):
-                pass
-
         with pytest.raises(ProviderError) as caught:
-            asyncio.run(call())
+            stream_once(settings, history)
     assert server.refusals == ["content_null_1"]
     assert server.requests[0].json["messages"][2]["content"] is None
     message = str(caught.value)
@@ -232,18 +236,13 @@ def test_llama_server_accepts_null_content_beside_tool_calls(workspace):
         server.serve("ls_content_null_1")
         settings = ProviderSettings(provider_name="openai", model="smollm2", api_key="x", max_retries=0,
                                     base_url=f"{server.url}/v1")
-        provider = build_provider(settings)
         history = [
             Message(role="user", parts=[TextPart(text=PROMPT)]),
             Message(role="assistant", parts=[ToolCallPart(call_id="call_1", tool_name="read_file",
                                                           arguments={"path": "a.txt"})]),
             Message(role="tool", parts=[ToolResultPart(call_id="call_1", tool_name="read_file", content="x")]),
         ]
-
-        async def call() -> list:
-            return [e async for e in provider.stream(ModelRequest(system="s", messages=history))]
-
-        events = asyncio.run(call())
+        events = stream_once(settings, history)
     assert server.requests[0].json["messages"][2]["content"] is None
     assert events[-1].finish_reason == "length"
 
@@ -320,14 +319,8 @@ def test_llama_server_round_trip_replay_refuses_null_content_as_a_mismatch(works
         # the ``openai`` flavour sends null content, as OpenAI accepts
         settings = ProviderSettings(provider_name="openai", model="smollm2", api_key="x", max_retries=0,
                                     base_url=f"{server.url}/v1")
-        provider = build_provider(settings)
-
-        async def call() -> None:
-            async for _ in provider.stream(ModelRequest(system="s", messages=history)):
-                pass
-
         with pytest.raises(ProviderError) as caught:
-            asyncio.run(call())
+            stream_once(settings, history)
     assert server.requests[0].json["messages"][2]["content"] is None
     assert "HTTP 422" in str(caught.value)
     assert "ls_roundtrip_2 was recorded for another conversation: messages[2] differs in ['content']" in str(caught.value)

@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from amos.host import RunOptions, open_runner
 from amos.messages import Usage
 from amos.tui.app import AmosApp
 from amos.tui.widgets.status_bar import Status, StatusBar, _usage_variants
+from tests import test_tui
 from tests.llamacpp_replay import LlamaServerReplay
 from tests.support import cli, cli_json, write_script
 from tests.test_tui import submit, wait_for
+
+make_runner = test_tui.make_runner
+workspace = test_tui.workspace
 
 PACE_S = 0.03
 """Seconds between two SSE events of the paced replay (about 33 tokens per second)."""
@@ -105,45 +108,35 @@ def test_a_bad_delta_delay_is_a_configuration_error_naming_the_turn(tmp_path):
             assert "Traceback" not in result.stderr
 
 
-async def test_the_tui_status_bar_shows_the_rate_of_a_paced_script(tmp_path):
-    script = write_script(tmp_path, [{"text": PACED_TEXT, "delta_delay_ms": 10}])
-    runner, opened = open_runner(RunOptions(model=f"scripted:{script}", workspace=tmp_path, cwd=tmp_path,
-                                            interactive=True, no_save=True))
+async def test_the_tui_status_bar_shows_the_rate_of_a_paced_script(make_runner):
+    runner, opened = make_runner([{"text": PACED_TEXT, "delta_delay_ms": 10}], no_save=True)
     app = AmosApp(runner, opened)
-    try:
-        async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.pause()
-            await submit(pilot, app, "go")
-            await wait_for(pilot, lambda: app.receipts and not app.busy)
-            await pilot.pause()
-            assert "tok/s" in app.query_one(StatusBar).render().plain
-            assert app.query_one(StatusBar).status.tokens_per_s is not None
-    finally:
-        runner.close()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await submit(pilot, app, "go")
+        await wait_for(pilot, lambda: app.receipts and not app.busy)
+        await pilot.pause()
+        assert "tok/s" in app.query_one(StatusBar).render().plain
+        assert app.query_one(StatusBar).status.tokens_per_s is not None
 
 
-async def test_the_status_bar_shows_a_live_rate_while_a_reply_streams(tmp_path):
+async def test_the_status_bar_shows_a_live_rate_while_a_reply_streams(make_runner):
     """A local model can stream one reply for minutes: the bar estimates the rate live."""
     slow = " ".join(f"word{n}" for n in range(200))
-    script = write_script(tmp_path, [{"text": slow, "delta_delay_ms": 20}])
-    runner, opened = open_runner(RunOptions(model=f"scripted:{script}", workspace=tmp_path, cwd=tmp_path,
-                                            interactive=True, no_save=True))
+    runner, opened = make_runner([{"text": slow, "delta_delay_ms": 20}], no_save=True)
     app = AmosApp(runner, opened)
-    try:
-        async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.pause()
-            await submit(pilot, app, "go")
-            await wait_for(pilot, lambda: app.query_one(StatusBar).status.rate_live)
-            status = app.query_one(StatusBar).status
-            assert status.rate_live and status.tokens_per_s is not None and status.tokens_per_s > 0
-            assert "tok/s" in app.query_one(StatusBar).render().plain
-            assert not app.receipts, "still streaming"
-            runner.cancel()
-            await wait_for(pilot, lambda: app.receipts and not app.busy)
-            await pilot.pause()
-            assert not app.query_one(StatusBar).status.rate_live, "after the run: the measured figure"
-    finally:
-        runner.close()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await submit(pilot, app, "go")
+        await wait_for(pilot, lambda: app.query_one(StatusBar).status.rate_live)
+        status = app.query_one(StatusBar).status
+        assert status.rate_live and status.tokens_per_s is not None and status.tokens_per_s > 0
+        assert "tok/s" in app.query_one(StatusBar).render().plain
+        assert not app.receipts, "still streaming"
+        runner.cancel()
+        await wait_for(pilot, lambda: app.receipts and not app.busy)
+        await pilot.pause()
+        assert not app.query_one(StatusBar).status.rate_live, "after the run: the measured figure"
 
 
 def test_live_rate_counts_from_the_first_delta_and_resets():

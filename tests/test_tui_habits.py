@@ -180,32 +180,22 @@ async def test_help_context_puts_each_note_under_its_usage(make_runner):
         assert not any(len(line) > 78 for line in text.splitlines() if line.startswith("/context"))
 
 
-async def test_a_key_typed_into_the_prompt_is_masked_on_screen(tmp_path, monkeypatch):
+async def test_a_key_typed_into_the_prompt_is_masked_on_screen(make_runner, monkeypatch):
     """Break-it finding: the typed prompt was echoed with the key (masked on disk and to
     the model only)."""
-    from amos.host import RunOptions, open_runner
-    from amos.tui.app import AmosApp
-    from tests.support import write_script
-    from tests.test_tui import shown_text, submit, wait_for
-
     key = "sk-proj-TYPEDKEY-0123456789abcdef"
     monkeypatch.setenv("OPENAI_API_KEY", key)
-    script = write_script(tmp_path, [{"text": "noted"}])
-    runner, opened = open_runner(RunOptions(model=f"scripted:{script}", workspace=tmp_path, cwd=tmp_path,
-                                            interactive=True, no_save=True))
+    runner, opened = make_runner([{"text": "noted"}], no_save=True)
     app = AmosApp(runner, opened)
-    try:
-        async with app.run_test(size=(120, 30)) as pilot:
-            await pilot.pause()
-            await submit(pilot, app, f"my key is {key} keep it")
-            await wait_for(pilot, lambda: app.receipts and not app.busy)
-            await submit(pilot, app, f"/session save {key}")
-            await pilot.pause(0.3)
-            text = shown_text(app)
-            assert "my key is" in text and key not in text
-            await pilot.press("up")
-            await pilot.press("up")
-            await pilot.pause()
-            assert "my key is" in app.prompt_input.value and key not in app.prompt_input.value, "history masked"
-    finally:
-        runner.close()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        await submit(pilot, app, f"my key is {key} keep it")
+        await wait_for(pilot, lambda: app.receipts and not app.busy)
+        await submit(pilot, app, f"/session save {key}")
+        await pilot.pause(0.3)
+        text = shown_text(app)
+        assert "my key is" in text and key not in text
+        await pilot.press("up")
+        await pilot.press("up")
+        await pilot.pause()
+        assert "my key is" in app.prompt_input.value and key not in app.prompt_input.value, "history masked"
